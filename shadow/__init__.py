@@ -1,0 +1,36 @@
+"""shadow: one structured error contract for the tools LLM agents call, with a safe migration path."""
+
+from __future__ import annotations
+
+from shadow.codes import CODE_TABLE, Code, CodeSpec, NextAction
+from shadow.contract import ErrorPayload, Fail, OkPayload, Payload, ToolError
+from shadow.describe import describe
+from shadow.guard import Outcome, arun_tool, guard, run_tool
+from shadow.rules import Rules, Translation
+from shadow.schema import PayloadError, is_valid, schema, validate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CODE_TABLE",
+    "Code",
+    "CodeSpec",
+    "ErrorPayload",
+    "Fail",
+    "NextAction",
+    "OkPayload",
+    "Outcome",
+    "Payload",
+    "PayloadError",
+    "Rules",
+    "ToolError",
+    "Translation",
+    "__version__",
+    "arun_tool",
+    "describe",
+    "guard",
+    "is_valid",
+    "run_tool",
+    "schema",
+    "validate",
+]

@@ -1,0 +1,10 @@
+"""The ``shadow`` command line: a thin Typer layer; exit codes are decided here and nowhere else."""
+
+from __future__ import annotations
+
+from shadow.cli._app import ExitCode, app, main
+
+# Each topic module adds its commands to ``app`` on import. Keep this list sorted.
+from shadow.cli import contract as _contract  # noqa: E402, F401  # isort: skip
+
+__all__ = ["ExitCode", "app", "main"]

@@ -1,0 +1,65 @@
+"""Engines for the call log: SQLite (WAL, busy timeout) by default, PostgreSQL through psycopg 3."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+_engines: dict[str, Engine] = {}
+_lock = threading.Lock()
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgresql://`` and ``postgres://`` as psycopg 3 URLs; reject what is not a database URL."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    try:
+        make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            f"{url!r} is not a database URL; use for example sqlite:///shadow.db "
+            "or postgresql+psycopg://user@host:5432/dbname"
+        ) from None
+    return url
+
+
+def create(url: str, **kwargs: Any) -> Engine:
+    """A new engine for ``url``, with SQLite set up for several writers (WAL, 30 s busy timeout)."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+def engine(url: str) -> Engine:
+    """The shared engine for ``url`` in this process."""
+    url = normalise_url(url)
+    with _lock:
+        found = _engines.get(url)
+        if found is None:
+            found = _engines[url] = create(url)
+        return found
+
+
+def dispose_all() -> None:
+    """Close every shared engine (tests, and after fork)."""
+    with _lock:
+        for item in _engines.values():
+            item.dispose()
+        _engines.clear()

@@ -1,0 +1,37 @@
+"""Time-ordered unique ids (UUIDv7, RFC 9562) for call records, marks and audit rows."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def uuid7() -> uuid.UUID:
+    """A UUIDv7: 48-bit Unix milliseconds, then a 12-bit counter and random bits; monotonic per process."""
+    global _last_ms, _counter
+    with _lock:
+        now = time.time_ns() // 1_000_000
+        if now <= _last_ms:
+            _counter += 1
+            if _counter > 0xFFF:
+                _last_ms += 1
+                _counter = 0
+            now = _last_ms
+        else:
+            _counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
+        _last_ms = now
+        counter = _counter
+    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (now & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand
+    return uuid.UUID(int=value)
+
+
+def new_id() -> str:
+    """A UUIDv7 as its canonical 36-character string."""
+    return str(uuid7())

@@ -1,0 +1,43 @@
+"""Test helpers for users' own tools, and in-memory doubles of shadow's flag source and store."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from shadow.redact import dumps, to_jsonable
+from shadow.schema import validate
+
+#: What must never reach a payload: traceback text, file paths, installed-package paths.
+LEAK_PATTERNS: Final = (
+    re.compile(r"Traceback \(most recent call last\)"),
+    re.compile(r"File \"[^\"]+\", line \d+"),
+    re.compile(r"site-packages|dist-packages"),
+    re.compile(r"(?<![\w:/])/(?:home|root|usr|etc|var|tmp|opt|srv|Users|private)/[\w.\-/]+"),
+    re.compile(r"\b[A-Za-z]:\\(?:[\w.\- ]+\\)+[\w.\-]*"),
+    re.compile(r"\.py\b(?:\"|'|:\d)"),
+)
+
+
+def assert_valid_payload(payload: object) -> None:
+    """Fail with the reason when ``payload`` is not one of the two contract shapes."""
+    try:
+        validate(payload)
+    except ValueError as exc:
+        raise AssertionError(f"invalid tool payload: {exc}") from None
+
+
+def find_leaks(payload: object, secrets: Iterable[str] = ()) -> list[str]:
+    """What in ``payload`` looks like a leak: traceback text, file paths, ``site-packages``, given secrets."""
+    text = dumps(to_jsonable(payload, redact=False))
+    found = [m.group(0) for pattern in LEAK_PATTERNS for m in pattern.finditer(text)]
+    found += [secret for secret in secrets if secret and secret in text]
+    return found
+
+
+def assert_no_leak(payload: object, secrets: Iterable[str] = ()) -> None:
+    """Fail when ``payload`` holds a traceback, a file path, ``site-packages`` or one of ``secrets``."""
+    leaks = find_leaks(payload, secrets)
+    if leaks:
+        raise AssertionError(f"payload leaks {leaks!r}")
