@@ -1,0 +1,70 @@
+"""Shared fixtures: real SQLite files and real, throw-away PostgreSQL databases."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from shadow import config
+
+PG_ENV = "SHADOW_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for var in ("SHADOW_DB_URL", "SHADOW_WAREHOUSE", "SHADOW_SPOOL", "SHADOW_FLAG_TTL", "SHADOW_STRICT",
+                "SHADOW_FLAGS"):
+        monkeypatch.delenv(var, raising=False)
+    config.reset()
+    yield
+    config.reset()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: os.PathLike[str]) -> str:
+    """A URL for a new SQLite file in the test's temporary directory."""
+    return f"sqlite:///{os.fspath(tmp_path)}/shadow.db"
+
+
+def _pg_admin_url() -> str | None:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{PG_ENV} must be set in CI so that PostgreSQL tests never skip")
+        return None
+    return url
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL for a new, empty PostgreSQL database, dropped afterwards; skips without SHADOW_TEST_POSTGRES_URL."""
+    admin = _pg_admin_url()
+    if admin is None:
+        pytest.skip(f"{PG_ENV} is not set")
+    name = f"shadow_t_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(admin).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        from shadow import db
+
+        db.dispose_all()
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Each test that takes it runs on a SQLite file and on a throw-away PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))
