@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypedDict
 
 from shadow import redact
-from shadow.codes import Code, NextAction, defaults
+from shadow.codes import Code, NextAction, defaults, spec
 
 MAX_MESSAGE_CHARS: Final = 400
 MAX_SENTENCES: Final = 2
@@ -88,7 +89,7 @@ def check_retry_after(value: object) -> int:
     """``retry_after_ms`` must be a non-negative whole number of milliseconds; floats round up."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"retry_after_ms must be a non-negative integer of milliseconds, not {value!r}")
-    if value != value or value < 0 or value == float("inf"):
+    if not math.isfinite(value) or value < 0:
         raise ValueError(f"retry_after_ms must be a non-negative integer of milliseconds, not {value!r}")
     whole = int(value)
     return whole if whole == value else whole + 1
@@ -127,11 +128,9 @@ class ToolError:
         context: object = None,
     ) -> ToolError:
         """Build an error with the code table's defaults (and its default message when none is given)."""
-        from shadow.codes import spec
-
         row = spec(code)
         retryable, next_action = defaults(row.code, idempotent=idempotent)
-        return cls(row.code, message or row.default_message, retryable, next_action, context)
+        return cls(row.code, message or row.default_message, retryable, next_action, clean_context(context))
 
     def downgraded(self) -> ToolError:
         """This error as a non-idempotent tool must report it (no blind retry of upstream failures)."""
@@ -154,7 +153,7 @@ class ToolError:
         }
 
 
-class Fail(Exception):  # noqa: N818 - reads as an instruction: ``raise Fail(...)``
+class Fail(Exception):
     """Raise inside a tool to return a specific structured error.
 
     ``raise Fail("validation_error", "The field 'due_date' must be ...", field="due_date")``
@@ -176,7 +175,7 @@ class Fail(Exception):  # noqa: N818 - reads as an instruction: ``raise Fail(...
             )
             if retryable is not None and not retryable and action is NextAction.RETRY:
                 action = NextAction.ASK_USER
-            error = ToolError(error.code, error.message, action is NextAction.RETRY, action, error.context)
+            error = ToolError(error.code, error.message, action is NextAction.RETRY, action, dict(error.context or {}))
         self.error = error
         super().__init__(error.code.value)
 

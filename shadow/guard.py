@@ -82,7 +82,7 @@ def _parameters(signature: inspect.Signature) -> list[str]:
 
 
 @overload
-def guard(fn: Callable[P, Awaitable[R]], /) -> Callable[P, Awaitable[Payload]]: ...
+def guard(fn: Callable[P, Awaitable[R]], /) -> Callable[P, Awaitable[Payload]]: ...  # type: ignore[overload-overlap]
 @overload
 def guard(fn: Callable[P, R], /) -> Callable[P, Payload]: ...
 @overload

@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import itertools
 import json
 import math
 import re
@@ -55,7 +56,7 @@ def is_secret_key(key: str) -> bool:
     joined = "".join(words)
     if joined in _SECRET_WORDS or joined in {"apikey", "privatekey", "accesskey", "clientsecret", "setcookie"}:
         return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
+    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
 
 def scrub_text(text: str) -> str:
@@ -90,7 +91,7 @@ class _Converter:
         self.max_depth = max_depth
         self.active: set[int] = set()
 
-    def convert(self, value: object, depth: int) -> JSONValue:  # noqa: PLR0911
+    def convert(self, value: object, depth: int) -> JSONValue:
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, int):

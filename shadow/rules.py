@@ -47,10 +47,7 @@ class ExceptionRule:
 
     def applies(self, exc: BaseException) -> bool:
         """Whether this rule claims ``exc``."""
-        if isinstance(self.match, type | tuple):
-            hit = isinstance(exc, self.match)
-        else:
-            hit = bool(self.match(exc))
+        hit = isinstance(exc, self.match) if isinstance(self.match, type | tuple) else bool(self.match(exc))
         return hit and (self.pattern is None or self.pattern.search(str(exc)) is not None)
 
 
