@@ -130,7 +130,8 @@ class ToolError:
         """Build an error with the code table's defaults (and its default message when none is given)."""
         row = spec(code)
         retryable, next_action = defaults(row.code, idempotent=idempotent)
-        return cls(row.code, message or row.default_message, retryable, next_action, clean_context(context))
+        text = row.default_message if message is None else message
+        return cls(row.code, text, retryable, next_action, clean_context(context))
 
     def downgraded(self) -> ToolError:
         """This error as a non-idempotent tool must report it (no blind retry of upstream failures)."""

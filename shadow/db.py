@@ -63,3 +63,11 @@ def dispose_all() -> None:
         for item in _engines.values():
             item.dispose()
         _engines.clear()
+
+
+def safe_url(url: str) -> str:
+    """``url`` with any password hidden, for logs and messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<invalid url>"

@@ -39,11 +39,15 @@ class Outcome:
 
 
 def outcome_of_exception(
-    exc: BaseException, *, rules: Rules | None = None, idempotent: bool = True, tool: str | None = None
+    exc: BaseException, *, rules: Rules | None = None, idempotent: bool = True, tool: str | None = None,
+    quiet: bool = False,
 ) -> Outcome:
-    """Translate an exception into the contract (the one place exceptions are translated)."""
+    """Translate an exception into the contract (the one place exceptions are translated).
+
+    An exception no rule maps is logged with its traceback (never put in the payload) unless ``quiet``.
+    """
     translation = (rules or _DEFAULT_RULES).translate_exception(exc, idempotent=idempotent)
-    if translation.unmapped:
+    if translation.unmapped and not quiet:
         log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__, exc_info=exc)
     return Outcome.of_translation(translation)
 

@@ -96,6 +96,10 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 def validate(payload: object) -> None:
     """Raise ``PayloadError`` naming what is wrong when ``payload`` breaks the contract."""
+    if isinstance(payload, dict) and not isinstance(payload.get("ok"), bool):
+        if "ok" not in payload:
+            raise PayloadError("payload: 'ok' is missing (every payload has ok: true or ok: false)")
+        raise PayloadError(f"ok: must be true or false, not {payload['ok']!r}")
     errors = sorted(_validator().iter_errors(payload), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
         best = jsonschema.exceptions.best_match(errors) or errors[0]
