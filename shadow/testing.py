@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
+from shadow.flags import FlagState, Mode
 from shadow.redact import dumps, to_jsonable
 from shadow.schema import validate
 
@@ -18,6 +19,26 @@ LEAK_PATTERNS: Final = (
     re.compile(r"\b[A-Za-z]:\\(?:[\w.\- ]+\\)+[\w.\-]*"),
     re.compile(r"\.py\b(?:\"|'|:\d)"),
 )
+
+
+class InMemoryFlags:
+    """A flag source held in memory: ``InMemoryFlags({"search": "shadow"})``; ``set`` flips a tool at once."""
+
+    def __init__(self, modes: Mapping[str, str | FlagState] | None = None) -> None:
+        self.states: dict[str, FlagState] = {}
+        self.killed = False
+        for tool, mode in (modes or {}).items():
+            self.states[tool] = mode if isinstance(mode, FlagState) else FlagState(Mode(mode))
+
+    def set(self, tool: str, mode: str | Mode, percent: int = 100) -> None:
+        """Flip ``tool`` to ``mode`` (and ``percent`` in cutover)."""
+        self.states[tool] = FlagState(Mode(mode), percent)
+
+    def state(self, tool: str) -> FlagState:
+        """The flag of ``tool``; legacy when unknown or killed."""
+        if self.killed:
+            return FlagState()
+        return self.states.get(tool, FlagState())
 
 
 def assert_valid_payload(payload: object) -> None:
