@@ -45,6 +45,21 @@ def bucket(session_id: str) -> int:
     return int.from_bytes(digest, "big") % 100 + 1
 
 
+def parse_mode(mode: object) -> Mode:
+    """A ``Mode`` from its name, with an error that lists the choices."""
+    try:
+        return Mode(str(mode))
+    except ValueError:
+        raise ValueError(f"unknown mode {mode!r}; use one of: legacy, shadow, cutover") from None
+
+
+def check_percent(percent: object) -> int:
+    """A cutover percentage: a whole number from 0 to 100."""
+    if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+        raise ValueError(f"percent must be a whole number from 0 to 100, not {percent!r}")
+    return percent
+
+
 @dataclass(frozen=True, slots=True)
 class FlagState:
     """One tool's flag: its mode and, in cutover, the percentage of sessions served the structured payload."""
@@ -66,21 +81,6 @@ class FlagState:
 
 
 LEGACY: Final = FlagState()
-
-
-def parse_mode(mode: object) -> Mode:
-    """A ``Mode`` from its name, with an error that lists the choices."""
-    try:
-        return Mode(str(mode))
-    except ValueError:
-        raise ValueError(f"unknown mode {mode!r}; use one of: legacy, shadow, cutover") from None
-
-
-def check_percent(percent: object) -> int:
-    """A cutover percentage: a whole number from 0 to 100."""
-    if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
-        raise ValueError(f"percent must be a whole number from 0 to 100, not {percent!r}")
-    return percent
 
 
 @runtime_checkable

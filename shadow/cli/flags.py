@@ -85,13 +85,14 @@ def set_flag(
 
 
 def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
-    from shadow import ready
+    from shadow import migrate, ready
 
     if force:
         if not reason:
             fail("--force needs --reason, which goes into the audit log; for example --reason 'known gap, see #12'")
         return
     try:
+        migrate.ensure(url)
         verdict = ready.readiness(url, tool)
     except SQLAlchemyError as exc:
         _unavailable(exc)
