@@ -1,0 +1,139 @@
+"""Where call records land: the ``Store`` protocol and ``SqlStore``, idempotent inserts into SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, Table, exc
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+
+from shadow import db, migrate
+from shadow.records import CallRecord, MarkRecord, Record
+from shadow.tables import calls, marks
+
+_UTC = dt.UTC
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached, or is locked; the writer spools the records and retries later."""
+
+
+class Store(Protocol):
+    """A destination for call records."""
+
+    def write(self, records: Sequence[Record]) -> None:
+        """Insert ``records``; a record whose id is stored already is skipped (idempotent).
+
+        Raises ``StoreUnavailable`` when the database cannot be reached or is locked; any other exception means the
+        records themselves were refused.
+        """
+        ...
+
+
+#: Errors that say "the database is not there right now", not "these rows are wrong".
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    exc.OperationalError,
+    exc.InterfaceError,
+    exc.DisconnectionError,
+    exc.TimeoutError,
+    OSError,
+)
+
+
+def utc(value: dt.datetime) -> dt.datetime:
+    """``value`` in UTC; a naive datetime is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=_UTC)
+    return value.astimezone(_UTC)
+
+
+def _row(record: Record, naive: bool) -> dict[str, Any]:
+    row = record.to_row()
+    ts = utc(row["ts"])
+    # SQLite stores no offset: keep UTC wall time there (readers attach UTC); PostgreSQL keeps timestamptz.
+    row["ts"] = ts.replace(tzinfo=None) if naive else ts
+    return row
+
+
+class SqlStore:
+    """A ``Store`` for a database URL, through ``shadow.db.engine``; the schema is ensured once, on first write.
+
+    ``lock_timeout`` (seconds, SQLite only) bounds how long a write waits for a lock held by another connection
+    before the store reports itself unavailable; the default is the engine's busy timeout (30 s).
+    """
+
+    def __init__(self, url: str, *, lock_timeout: float | None = None) -> None:
+        self.url = db.normalise_url(url)
+        backend = make_url(self.url).get_backend_name()
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(
+                f"the call log supports SQLite and PostgreSQL, not {backend!r}; use for example "
+                "sqlite:///shadow.db or postgresql+psycopg://user@host:5432/dbname"
+            )
+        self.backend = backend
+        self.lock_timeout = lock_timeout
+        self._ensured = False
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        insert = sqlite.insert if backend == "sqlite" else postgresql.insert
+        self._inserts = {
+            table.name: insert(table).on_conflict_do_nothing(index_elements=["id"]) for table in (calls, marks)
+        }
+
+    def __repr__(self) -> str:
+        return f"SqlStore({make_url(self.url).render_as_string(hide_password=True)!r})"
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any password hidden."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def _engine(self) -> Engine:
+        engine = db.engine(self.url)
+        if os.getpid() != self._pid:
+            # A forked child must not touch the parent's pooled connections.
+            with self._lock:
+                if os.getpid() != self._pid:
+                    engine.dispose(close=False)
+                    self._pid = os.getpid()
+        return engine
+
+    def write(self, records: Sequence[Record]) -> None:
+        """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
+        if not records:
+            return
+        naive = self.backend == "sqlite"
+        rows: dict[Table, list[dict[str, Any]]] = {calls: [], marks: []}
+        for record in records:
+            if isinstance(record, CallRecord):
+                rows[calls].append(_row(record, naive))
+            elif isinstance(record, MarkRecord):
+                rows[marks].append(_row(record, naive))
+            else:
+                raise TypeError(f"not a call or mark record: {type(record).__name__}")
+        try:
+            engine = self._engine()
+            if not self._ensured:
+                migrate.ensure(self.url)
+                self._ensured = True
+            with engine.begin() as conn:
+                if naive and self.lock_timeout is not None:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={max(0, int(self.lock_timeout * 1000))}")
+                for table, table_rows in rows.items():
+                    if table_rows:
+                        conn.execute(self._inserts[table.name], table_rows)
+        except _UNAVAILABLE as error:
+            # The schema may be gone with the database (a new file, a restored server): check it again next time.
+            self._ensured = False
+            migrate.forget(self.url)
+            raise StoreUnavailable(f"{self.display_url}: {type(error).__name__}: {_first_line(error)}") from error
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else ""
