@@ -62,3 +62,43 @@ def assert_no_leak(payload: object, secrets: Iterable[str] = ()) -> None:
     leaks = find_leaks(payload, secrets)
     if leaks:
         raise AssertionError(f"payload leaks {leaks!r}")
+
+
+class InMemoryStore:
+    """A ``shadow.store.Store`` that keeps records in memory, idempotent by id; set ``available = False`` to make
+    every write raise ``StoreUnavailable`` (an outage), and ``refuse`` to ids it must reject (bad rows)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.records: dict[str, Record] = {}
+        self.available = True
+        self.refuse: set[str] = set()
+        self.writes = 0  # write calls that stored something
+        self.attempts = 0  # every write call
+        self._lock = threading.Lock()
+
+    def write(self, records: Iterable[Record]) -> None:
+        """Store ``records``, skipping ids stored already; raise ``StoreUnavailable`` while not ``available``."""
+        from shadow.store import StoreUnavailable
+
+        with self._lock:
+            self.attempts += 1
+            if not self.available:
+                raise StoreUnavailable("in-memory store switched off")
+            records = list(records)
+            bad = [r.id for r in records if r.id in self.refuse]
+            if bad:
+                raise ValueError(f"refused record ids {bad}")
+            for record in records:
+                self.records.setdefault(record.id, record)
+            self.writes += 1
+
+    @property
+    def ids(self) -> set[str]:
+        """Ids of the stored records."""
+        with self._lock:
+            return set(self.records)
+
+
+from shadow.records import Record  # noqa: E402  # the store double's types, kept beside it
