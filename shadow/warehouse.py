@@ -1,0 +1,542 @@
+"""The DuckDB warehouse: incremental sync from the call log (SQLite or PostgreSQL), rebuild, Parquet export."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+import numpy as np
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    ColumnElement,
+    DateTime,
+    Engine,
+    Integer,
+    String,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    func,
+    inspect,
+    select,
+    type_coerce,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from shadow import db, sql, tables
+from shadow.config import settings
+
+#: Rows re-read before the watermark on every sync. A row whose transaction commits later than this after its
+#: insert time could be missed; on PostgreSQL the oldest open writing transaction moves the watermark back too.
+DEFAULT_MARGIN: Final = dt.timedelta(minutes=5)
+#: Rows moved per batch from the call log into DuckDB.
+BATCH_ROWS: Final = 50_000
+#: DuckDB's memory cap for warehouse work (it spills to disk beyond it).
+DEFAULT_MEMORY_LIMIT: Final = "1GB"
+
+#: The call-log tables mirrored row by row (append-only, synced incrementally by ``inserted_at``).
+LOG_TABLES: Final = (tables.calls, tables.marks)
+#: Small tables copied whole on every sync.
+SMALL_TABLES: Final = (tables.flags, tables.flag_audit)
+#: Tables computed in the warehouse from the mirrored ones, by the SQL model of the same name.
+DERIVED: Final = ("flag_periods", "error_followups")
+STATE_TABLE: Final = "_shadow_sync"
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(rows_done, rows_total)`` while rows move."""
+
+
+class WarehouseError(Exception):
+    """The warehouse cannot do what was asked; the message says how to fix it."""
+
+
+class SourceError(WarehouseError):
+    """The call log cannot be read; the message says how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one sync did."""
+
+    warehouse: Path | None
+    source: str
+    rebuilt: bool
+    calls_read: int
+    calls_added: int
+    marks_read: int
+    marks_added: int
+    flag_changes: int
+    sessions_recomputed: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """What ``export_parquet`` wrote."""
+
+    directory: Path
+    calls: int
+    marks: int
+    files: int
+
+
+def _duck_type(column: Column[Any]) -> str:
+    kind = column.type
+    if isinstance(kind, JSON):
+        return "JSON"
+    if isinstance(kind, DateTime):
+        return "TIMESTAMP"  # UTC, without a zone: days and hours mean UTC everywhere
+    if isinstance(kind, Boolean):
+        return "BOOLEAN"
+    if isinstance(kind, BigInteger):
+        return "BIGINT"
+    if isinstance(kind, Integer):
+        return "INTEGER"
+    if isinstance(kind, String | Text):
+        return "VARCHAR"
+    raise TypeError(f"no DuckDB type for column {column.table.name}.{column.name} of type {kind!r}")
+
+
+def _ddl(table: Table) -> str:
+    cols = ", ".join(f'"{c.name}" {_duck_type(c)}' for c in table.columns)
+    return f'CREATE TABLE "{table.name}" ({cols})'
+
+
+def _from_batch(table: Table, batch: str) -> str:
+    """``SELECT`` turning the text and numbers of a batch into the warehouse types."""
+    parts = []
+    for i, c in enumerate(table.columns):
+        kind = _duck_type(c)
+        if kind == "TIMESTAMP":
+            parts.append(f"CAST(CAST(c{i} AS TIMESTAMPTZ) AS TIMESTAMP)")
+        else:
+            parts.append(f"CAST(c{i} AS {kind})")
+    return f"SELECT {', '.join(parts)} FROM {batch}"
+
+
+def schema_hash() -> str:
+    """A hash of the mirrored tables' warehouse schema: a change needs ``--rebuild``."""
+    text = ";".join(_ddl(t) for t in (*LOG_TABLES, *SMALL_TABLES))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def models_hash() -> str:
+    """A hash of the derived tables' SQL: a change recomputes them from the warehouse (no re-read)."""
+    text = ";".join(sql.load(name) for name in DERIVED)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password, for messages and the warehouse's record of its source."""
+    return make_url(db.normalise_url(url)).render_as_string(hide_password=True)
+
+
+# --- reading the call log -------------------------------------------------------------------------------------
+
+
+def _source_columns(table: Table, dialect: str) -> list[ColumnElement[Any]]:
+    """Columns as text or plain numbers, so that no driver or SQLAlchemy parsing happens per value."""
+    out: list[ColumnElement[Any]] = []
+    for c in table.columns:
+        if isinstance(c.type, DateTime):
+            if dialect == "postgresql":
+                out.append(cast(func.timezone("UTC", c), Text))
+            else:
+                out.append(type_coerce(c, Text))
+        elif isinstance(c.type, JSON):
+            out.append(cast(c, Text) if dialect == "postgresql" else type_coerce(c, Text))
+        elif isinstance(c.type, Boolean) and dialect != "postgresql":
+            out.append(type_coerce(c, Integer))
+        else:
+            out.append(c)
+    return out
+
+
+def _lower_param(lower: dt.datetime | None, dialect: str) -> Any:
+    if lower is None:
+        return None
+    if dialect == "postgresql":
+        return lower.replace(tzinfo=dt.UTC)
+    # SQLite keeps times as text ('YYYY-MM-DD HH:MM:SS[.ffffff]'); a bound floored to the whole second compares
+    # at or below every stored time of that second or later, whatever fraction they carry.
+    return lower.replace(microsecond=0).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _where(table: Table, dialect: str) -> ColumnElement[bool]:
+    column = table.c.inserted_at
+    if dialect == "postgresql":
+        return column >= bindparam("lower", type_=DateTime(timezone=True))
+    return type_coerce(column, Text) >= bindparam("lower", type_=Text)
+
+
+def _oldest_writer(engine: Engine) -> dt.datetime | None:
+    """PostgreSQL: the start of the oldest open transaction that has written (its rows carry that insert time)."""
+    if engine.dialect.name != "postgresql":
+        return None
+    query = (
+        "SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL"
+    )
+    with engine.connect() as conn:
+        found = conn.exec_driver_sql(query).scalar()
+    if found is None:
+        return None
+    assert isinstance(found, dt.datetime)
+    return found.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def _count(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
+    dialect = engine.dialect.name
+    stmt = select(func.count()).select_from(table)
+    params: dict[str, Any] = {}
+    if lower is not None:
+        stmt = stmt.where(_where(table, dialect))
+        params["lower"] = _lower_param(lower, dialect)
+    with engine.connect() as conn:
+        return int(conn.execute(stmt, params).scalar_one())
+
+
+def _batches(engine: Engine, table: Table, lower: dt.datetime | None) -> Iterator[Sequence[Sequence[Any]]]:
+    dialect = engine.dialect.name
+    stmt = select(*_source_columns(table, dialect))
+    params: dict[str, Any] = {}
+    if lower is not None:
+        stmt = stmt.where(_where(table, dialect))
+        params["lower"] = _lower_param(lower, dialect)
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=BATCH_ROWS).execute(stmt, params)
+        yield from result.partitions()
+
+
+def _check_source(engine: Engine, url: str) -> None:
+    try:
+        names = set(inspect(engine).get_table_names())
+    except SQLAlchemyError as exc:
+        raise SourceError(f"cannot read the call log at {display_url(url)}: {type(exc).__name__}; check the "
+                          "URL (SHADOW_DB_URL or --db) and that the database is running") from None
+    missing = [t.name for t in (*LOG_TABLES, *SMALL_TABLES) if t.name not in names]
+    if missing:
+        raise SourceError(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
+                          "with `shadow db upgrade`, or point SHADOW_DB_URL / --db at the store your tools log to")
+
+
+# --- the warehouse ------------------------------------------------------------------------------------------------
+
+
+class Warehouse:
+    """A DuckDB warehouse file (or an in-memory one over exported Parquet): mirrored call log plus derived tables."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | None) -> None:
+        self.con = con
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, read_only: bool = False,
+             memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
+        """Open (or create) the warehouse file; default ``settings().warehouse_path()`` (``SHADOW_WAREHOUSE``)."""
+        target = Path(path) if path is not None else settings().warehouse_path()
+        if target.is_dir():
+            raise WarehouseError(f"{target} is a directory; give a file path for the warehouse, for example "
+                                 f"{target / 'shadow.duckdb'}")
+        if read_only and not target.exists():
+            raise WarehouseError(f"no warehouse at {target}; run `shadow sync` first")
+        if not target.parent.exists():
+            raise WarehouseError(f"the folder {target.parent} does not exist; create it or choose another "
+                                 "SHADOW_WAREHOUSE")
+        try:
+            con = duckdb.connect(str(target), read_only=read_only)
+        except duckdb.IOException as exc:
+            raise WarehouseError(f"cannot open the warehouse {target}: {exc}. Another process (a sync or a "
+                                 "report) may hold it; try again when it has finished") from None
+        except duckdb.Error as exc:
+            raise WarehouseError(f"{target} is not a DuckDB warehouse ({type(exc).__name__}); choose another "
+                                 "path or delete the file") from None
+        _configure(con, memory_limit)
+        return cls(con, target)
+
+    @classmethod
+    def from_parquet(cls, directory: str | Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
+        """An in-memory warehouse over a ``shadow export parquet`` directory: the same models, the same report."""
+        root = Path(directory)
+        for name in ("calls", "marks"):
+            if not (root / name).is_dir():
+                raise WarehouseError(f"{root} holds no {name}/ folder; give a directory written by "
+                                     "`shadow export parquet DIR`")
+        con = duckdb.connect()
+        _configure(con, memory_limit)
+        for table in (*LOG_TABLES, *SMALL_TABLES):
+            con.execute(_ddl(table))
+        wh = cls(con, None)
+        for table in LOG_TABLES:
+            files = str(root / table.name / "**" / "*.parquet")
+            if any((root / table.name).rglob("*.parquet")):
+                names = ", ".join(f'"{c.name}"' for c in table.columns)
+                rel = con.read_parquet(files, hive_partitioning=True).select(names)
+                rel.insert_into(table.name)
+        for table in SMALL_TABLES:
+            file = root / f"{table.name}.parquet"
+            if file.exists():
+                con.read_parquet(str(file)).insert_into(table.name)
+        wh._derive_all()
+        return wh
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.con.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- state ---
+
+    def _has(self, name: str) -> bool:
+        return bool(self._scalar(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' AND table_name = $name",
+            {"name": name},
+        ))
+
+    def _scalar(self, query: str, params: dict[str, object] | None = None) -> Any:
+        """The single value of a one-row query (fetched whole: DuckDB wants every result finished)."""
+        rows = self.con.execute(query, params).fetchall() if params else self.con.execute(query).fetchall()
+        return rows[0][0] if rows else None
+
+    def is_synced(self) -> bool:
+        """Whether the warehouse holds a synced call log."""
+        return self._has("error_followups") and (self.path is None or self._has(STATE_TABLE))
+
+    def state(self) -> dict[str, str]:
+        """The sync bookkeeping: source, schema and model hashes, per-table lower bounds, last sync time."""
+        if not self._has(STATE_TABLE):
+            return {}
+        return dict(self.con.execute(f"SELECT key, value FROM {STATE_TABLE}").fetchall())
+
+    def _set_state(self, values: dict[str, str]) -> None:
+        self.con.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        for key, value in values.items():
+            self.con.execute(f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES ($key, $value)",
+                             {"key": key, "value": value})
+
+    # --- sync ---
+
+    def sync(self, url: str | None = None, *, rebuild: bool = False, margin: dt.timedelta = DEFAULT_MARGIN,
+             progress: Progress | None = None) -> SyncResult:
+        """Bring the warehouse up to date with the call log at ``url`` (default ``settings().db_url``).
+
+        Incremental: only rows inserted since the last sync (less ``margin``) are read, and only ids the warehouse
+        lacks are added, so rows committed out of order or replayed late from a spool are picked up once.
+        ``rebuild`` (or a first sync, or a warehouse built by an older schema) starts over.
+        """
+        if self.path is None:
+            raise WarehouseError("this warehouse reads exported Parquet; it cannot sync")
+        started = time.perf_counter()
+        url = db.normalise_url(url or settings().db_url)
+        engine = db.engine(url)
+        _check_source(engine, url)
+        state = self.state()
+        if not rebuild and state and state.get("source") != display_url(url):
+            raise WarehouseError(f"the warehouse {self.path} was built from {state.get('source')}, not "
+                                 f"{display_url(url)}; run `shadow sync --rebuild` to start over from the new "
+                                 "store, or choose another SHADOW_WAREHOUSE")
+        if not rebuild and state and state.get("schema") != schema_hash():
+            raise WarehouseError(f"the warehouse {self.path} was built for an older call-log schema; run "
+                                 "`shadow sync --rebuild`")
+        full = rebuild or not state or not self.is_synced()
+        bounds = {t.name: _parse_ts(state.get(f"lower.{t.name}")) for t in LOG_TABLES} if not full else {}
+        oldest = _oldest_writer(engine)
+        totals = {t.name: _count(engine, t, bounds.get(t.name)) for t in LOG_TABLES}
+        grand_total = sum(totals.values())
+        done = 0
+        if progress:
+            progress(0, grand_total)
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress(done, grand_total)
+
+        read: dict[str, int] = {}
+        added: dict[str, int] = {}
+        con = self.con
+        con.begin()
+        try:
+            if full:
+                for name in (STATE_TABLE, *DERIVED, *(t.name for t in (*LOG_TABLES, *SMALL_TABLES))):
+                    con.execute(f'DROP TABLE IF EXISTS "{name}"')
+                for table in (*LOG_TABLES, *SMALL_TABLES):
+                    con.execute(_ddl(table))
+            con.execute("CREATE OR REPLACE TEMP TABLE sync_scope (session_id VARCHAR)")
+            for table in LOG_TABLES:
+                lower = bounds.get(table.name)
+                target = table.name if full else f"stage_{table.name}"
+                if not full:
+                    con.execute(f'CREATE OR REPLACE TEMP TABLE "{target}" AS SELECT * FROM "{table.name}" LIMIT 0')
+                read[table.name] = self._load(engine, table, lower, target, advance)
+                if full:
+                    added[table.name] = read[table.name]
+                else:
+                    added[table.name] = self._merge(table.name, target, lower)
+            flag_rows = self._copy_small(engine)
+            derived_changed = state.get("models") != models_hash()
+            if full or derived_changed:
+                self._derive_all()
+                recomputed = self._count_sessions()
+            else:
+                recomputed = self._derive_scope()
+            new_state = {"source": display_url(url), "schema": schema_hash(), "models": models_hash(),
+                         "synced_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()}
+            for table in LOG_TABLES:
+                new_state[f"lower.{table.name}"] = self._next_lower(table.name, oldest, margin)
+            self._set_state(new_state)
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+        return SyncResult(
+            warehouse=self.path, source=display_url(url), rebuilt=full,
+            calls_read=read["calls"], calls_added=added["calls"], marks_read=read["marks"],
+            marks_added=added["marks"], flag_changes=flag_rows, sessions_recomputed=recomputed,
+            seconds=time.perf_counter() - started,
+        )
+
+    def _load(self, engine: Engine, table: Table, lower: dt.datetime | None, target: str,
+              advance: Callable[[int], None]) -> int:
+        """Stream rows into DuckDB: each batch becomes columnar NumPy arrays DuckDB scans natively."""
+        insert = f'INSERT INTO "{target}" ' + _from_batch(table, "_batch")
+        n = 0
+        try:
+            for part in _batches(engine, table, lower):
+                if not part:
+                    continue
+                columns = list(zip(*part, strict=True))
+                arrays = {f"c{i}": np.array(col, dtype=object) for i, col in enumerate(columns)}
+                self.con.register("_batch", arrays)
+                try:
+                    self.con.execute(insert)
+                finally:
+                    self.con.unregister("_batch")
+                n += len(part)
+                advance(len(part))
+        except SQLAlchemyError as exc:
+            raise SourceError(f"reading {table.name} from the call log failed: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0]}") from None
+        return n
+
+    def _merge(self, name: str, stage: str, lower: dt.datetime | None) -> int:
+        """Insert the staged rows whose ids the warehouse lacks; note their sessions for recomputation."""
+        # Every warehouse copy of a staged row has the same inserted_at, so only rows at or after the bound can
+        # match: the anti-join reads that recent slice, not the whole table.
+        self.con.execute(
+            f'CREATE OR REPLACE TEMP TABLE new_{name} AS SELECT s.* FROM "{stage}" AS s '
+            f'WHERE NOT EXISTS (SELECT 1 FROM "{name}" AS w WHERE w.id = s.id '
+            f"AND ($lower IS NULL OR w.inserted_at >= $lower))",
+            {"lower": lower},
+        )
+        self.con.execute(f'INSERT INTO "{name}" SELECT * FROM new_{name}')
+        self.con.execute(f"INSERT INTO sync_scope SELECT DISTINCT session_id FROM new_{name}")
+        added = int(self._scalar(f"SELECT count(*) FROM new_{name}"))
+        self.con.execute(f'DROP TABLE new_{name}; DROP TABLE "{stage}"')
+        return added
+
+    def _copy_small(self, engine: Engine) -> int:
+        audit_rows = 0
+        for table in SMALL_TABLES:
+            self.con.execute(f'DELETE FROM "{table.name}"')
+            n = self._load(engine, table, None, table.name, lambda _n: None)
+            if table is tables.flag_audit:
+                audit_rows = n
+        return audit_rows
+
+    def _derive_all(self) -> None:
+        """Recompute every derived table from the mirrored ones."""
+        self.con.execute("CREATE OR REPLACE TEMP TABLE sync_scope (session_id VARCHAR)")
+        sql.run(self.con, "flag_periods", prefix="CREATE OR REPLACE TABLE flag_periods AS ")
+        sql.run(self.con, "error_followups", {"all_sessions": True},
+                prefix="CREATE OR REPLACE TABLE error_followups AS ")
+
+    def _derive_scope(self) -> int:
+        """Recompute error follow-ups of the sessions that received rows in this sync only."""
+        sql.run(self.con, "flag_periods", prefix="CREATE OR REPLACE TABLE flag_periods AS ")
+        self.con.execute("CREATE OR REPLACE TEMP TABLE sync_scope AS SELECT DISTINCT session_id FROM sync_scope")
+        self.con.execute("DELETE FROM error_followups WHERE session_id IN (SELECT session_id FROM sync_scope)")
+        sql.run(self.con, "error_followups", {"all_sessions": False}, prefix="INSERT INTO error_followups ")
+        return int(self._scalar("SELECT count(*) FROM sync_scope"))
+
+    def _count_sessions(self) -> int:
+        return int(self._scalar("SELECT count(DISTINCT session_id) FROM calls"))
+
+    def _next_lower(self, name: str, oldest: dt.datetime | None, margin: dt.timedelta) -> str:
+        high = self._scalar(f'SELECT max(inserted_at) FROM "{name}"')
+        if high is None:
+            return ""
+        assert isinstance(high, dt.datetime)
+        bound = min(high, oldest) if oldest is not None else high
+        return (bound - margin).isoformat()
+
+    # --- export ---
+
+    def export_parquet(self, directory: str | Path, *, overwrite: bool = False) -> ExportResult:
+        """Write the call log as Parquet: ``calls/day=YYYY-MM-DD/`` and ``marks/day=.../`` (hive layout, UTC days),
+        and ``flags.parquet`` and ``flag_audit.parquet``. The SQL models run on it unchanged."""
+        if not self.is_synced():
+            raise WarehouseError("the warehouse is empty; run `shadow sync` first")
+        root = Path(directory)
+        if root.exists() and not root.is_dir():
+            raise WarehouseError(f"{root} is a file; give a directory to export into")
+        if root.exists() and any(root.iterdir()) and not overwrite:
+            raise WarehouseError(f"{root} is not empty; choose an empty or new directory, or pass --overwrite to "
+                                 "replace what is there")
+        if not root.parent.exists():
+            raise WarehouseError(f"the folder {root.parent} does not exist; create it first")
+        root.mkdir(exist_ok=True)
+        counts: dict[str, int] = {}
+        for table in LOG_TABLES:
+            rel = self.con.table(table.name).select("*, CAST(ts AS DATE) AS day")
+            counts[table.name] = int(self._scalar(f'SELECT count(*) FROM "{table.name}"'))
+            if counts[table.name]:
+                rel.write_parquet(str(root / table.name), partition_by=["day"], overwrite=True)
+            else:
+                (root / table.name).mkdir(exist_ok=True)
+        for table in SMALL_TABLES:
+            self.con.table(table.name).write_parquet(str(root / f"{table.name}.parquet"))
+        files = sum(1 for _ in root.rglob("*.parquet"))
+        return ExportResult(root, counts["calls"], counts["marks"], files)
+
+
+def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET memory_limit = $limit", {"limit": memory_limit})
+
+
+def _parse_ts(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text)
+
+
+def sync(url: str | None = None, warehouse: str | Path | None = None, *, rebuild: bool = False,
+         margin: dt.timedelta = DEFAULT_MARGIN, progress: Progress | None = None) -> SyncResult:
+    """Sync the call log at ``url`` into the warehouse file ``warehouse`` (defaults from ``shadow.settings()``)."""
+    with Warehouse.open(warehouse) as wh:
+        return wh.sync(url, rebuild=rebuild, margin=margin, progress=progress)
+
+
+def export_parquet(directory: str | Path, warehouse: str | Path | None = None, *,
+                   overwrite: bool = False) -> ExportResult:
+    """Export the warehouse file ``warehouse`` to ``directory`` as day-partitioned Parquet."""
+    with Warehouse.open(warehouse, read_only=True) as wh:
+        return wh.export_parquet(directory, overwrite=overwrite)
