@@ -1,0 +1,95 @@
+"""Migration commands: ``shadow inventory`` (step 1) and ``shadow ready`` (the cutover gate of step 3)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from shadow.cli._app import ExitCode, app, fail
+from shadow.config import settings
+from shadow.ready import Readiness, StoreMissing, Thresholds, readiness
+
+
+class OutputFormat(StrEnum):
+    """Output formats of the migration commands."""
+
+    table = "table"
+    json = "json"
+
+
+_DEFAULT = Thresholds()
+Format = Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
+
+
+@app.command()
+def ready(
+    tool: Annotated[str, typer.Argument(help="The tool's name as the adapter logs it.")],
+    db_url: Annotated[str | None, typer.Option(
+        "--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="A `shadow inventory --format json` file: check its proposed codes.")] = None,
+    since: Annotated[dt.datetime | None, typer.Option(
+        "--since", help="Count only calls from this UTC time on, e.g. after a rules change.")] = None,
+    min_calls: Annotated[int, typer.Option(help="Calls the log must hold.")] = _DEFAULT.min_calls,
+    min_errors: Annotated[int, typer.Option(help="Errors the log must hold.")] = _DEFAULT.min_errors,
+    max_unmapped_share: Annotated[float, typer.Option(
+        help="Largest share of errors no rule mapped (0 to 1).")] = _DEFAULT.max_unmapped_share,
+    max_schema_invalid: Annotated[int, typer.Option(
+        help="Schema-invalid payloads allowed.")] = _DEFAULT.max_schema_invalid,
+    max_leaks: Annotated[int, typer.Option(
+        help="Error payloads with traceback text or paths allowed.")] = _DEFAULT.max_leaks,
+    require_proposed: Annotated[bool, typer.Option(
+        "--require-proposed", help="Every code the inventory proposes must have been seen.")] = False,
+    fmt: Format = OutputFormat.table,
+) -> None:
+    """Say whether TOOL's shadow log is good enough to cut over; exits 1 when it is not.
+
+    Example: shadow ready create_task --inventory inventory.json --min-calls 500
+    """
+    try:
+        limits = Thresholds(min_calls, min_errors, max_unmapped_share, max_schema_invalid, max_leaks,
+                            require_proposed)
+        when = since.replace(tzinfo=dt.UTC) if since is not None and since.tzinfo is None else since
+        verdict = readiness(db_url or settings().db_url, tool, limits, inventory=inventory, since=when)
+    except (ValueError, StoreMissing) as exc:
+        fail(str(exc))
+    except SQLAlchemyError as exc:
+        fail(f"the call log could not be read ({type(exc).__name__}); check --db-url or SHADOW_DB_URL",
+             ExitCode.UNAVAILABLE)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(verdict.to_dict(), indent=2))
+    else:
+        typer.echo(_ready_table(verdict))
+    if not verdict.ready:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _ready_table(verdict: Readiness) -> str:
+    lines = [f"{verdict.tool}: {'READY' if verdict.ready else 'NOT READY'} for cutover"]
+    if verdict.first_call is not None and verdict.last_call is not None:
+        lines.append(f"calls from {verdict.first_call:%Y-%m-%d %H:%M} to {verdict.last_call:%Y-%m-%d %H:%M} UTC")
+    width = max(len(c.name) for c in verdict.checks)
+    for check in verdict.checks:
+        mark = "ok  " if check.passed else "FAIL"
+        value = f"{check.value:.1%}" if check.name == "unmapped_share" else str(check.value)
+        lines.append(f"  {mark} {check.name.ljust(width)}  {value:>8}  (needs {check.limit})")
+    if verdict.codes_seen:
+        seen = ", ".join(f"{code} {n}" for code, n in verdict.codes_seen.items())
+        lines.append(f"codes seen: {seen}")
+    if verdict.proposed is not None:
+        lines.append(f"proposed and seen: {', '.join(verdict.proposed_seen) or 'none'}")
+        lines.append(f"proposed, never seen: {', '.join(verdict.proposed_unseen) or 'none'}")
+        if verdict.not_proposed:
+            lines.append(f"seen, not proposed: {', '.join(verdict.not_proposed)}")
+    for leak in verdict.leaks:
+        lines.append(f"  leak in call {leak.call_id} ({leak.code}): {'; '.join(leak.found)}")
+    if verdict.reasons:
+        lines.append("to do:")
+        lines += [f"  - {reason}" for reason in verdict.reasons]
+    return "\n".join(lines)
