@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.cli._app import ExitCode, app, fail
 from shadow.config import settings
+from shadow.inventory import Inventory, emit_rules, format_table, inventory, python_files
 from shadow.ready import Readiness, StoreMissing, Thresholds, readiness
 
 
@@ -25,6 +27,52 @@ class OutputFormat(StrEnum):
 
 _DEFAULT = Thresholds()
 Format = Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
+
+
+@app.command("inventory")
+def inventory_command(
+    paths: Annotated[list[Path], typer.Argument(help="Source directories or .py files of the tool layer.")],
+    select: Annotated[list[str] | None, typer.Option(
+        "--select", "-s", help="Also treat as tools the functions of a module, or functions named by a glob "
+        "(module.function, Class.method); repeatable.")] = None,
+    fmt: Format = OutputFormat.table,
+    emit: Annotated[Path | None, typer.Option(
+        "--emit-rules", help="Write a Python module defining RULES, a shadow.Rules draft with one rule per site.")]
+    = None,
+) -> None:
+    """List every error a tool layer can return, without running it, with a proposed code for each.
+
+    Example: shadow inventory src/tools --emit-rules tool_rules.py
+    """
+    try:
+        files = python_files(paths)
+    except ValueError as exc:
+        fail(str(exc))
+    if not files:
+        fail(f"no .py files under {', '.join(map(str, paths))}; pass the directory that holds the tools")
+    if emit is not None and emit.suffix != ".py":
+        fail(f"--emit-rules needs a .py file name that can be imported, for example tool_rules.py (not {emit})")
+    if sys.stderr.isatty() and len(files) > 20:
+        with typer.progressbar(length=len(files), label="reading", file=sys.stderr) as bar:
+            found = inventory(files, select=select or (), on_file=lambda _path: bar.update(1))
+    else:
+        found = inventory(files, select=select or ())
+    if emit is not None:
+        _write_rules(emit, found, [str(p) for p in paths])
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(format_table(found))
+
+
+def _write_rules(target: Path, found: Inventory, sources: list[str]) -> None:
+    try:
+        target.write_text(emit_rules(found, sources), encoding="utf-8")
+    except OSError as exc:
+        fail(f"could not write {target} ({exc.strerror}); choose a writable path with --emit-rules")
+    drafted = sum(1 for s in found.sites if s.rule is not None)
+    typer.echo(f"wrote {target}: {drafted} sites with a draft rule, {len(found.unplaced)} unplaced; "
+               f"review it, then wrap each tool with @shadow.tool(rules={target.stem}.RULES)", err=True)
 
 
 @app.command()
