@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from shadow.adapter import tool
 from shadow.codes import CODE_TABLE, Code, CodeSpec, NextAction
+from shadow.config import configure
 from shadow.contract import ErrorPayload, Fail, OkPayload, Payload, ToolError
 from shadow.describe import describe
 from shadow.guard import Outcome, arun_tool, guard, run_tool
 from shadow.rules import Rules, Translation
 from shadow.schema import PayloadError, is_valid, schema, validate
+from shadow.sessions import mark, session
+from shadow.writer import flush
 
 __version__ = "0.1.0"
 
@@ -27,10 +31,15 @@ __all__ = [
     "Translation",
     "__version__",
     "arun_tool",
+    "configure",
     "describe",
+    "flush",
     "guard",
     "is_valid",
+    "mark",
     "run_tool",
     "schema",
+    "session",
+    "tool",
     "validate",
 ]

@@ -12,8 +12,8 @@ from typing import Any, Final, TypeVar, overload
 
 import structlog
 
+from shadow import clock, sessions
 from shadow import flags as flagmod
-from shadow import session as sessions
 from shadow.codes import Code
 from shadow.config import settings
 from shadow.contract import Payload, ToolError
@@ -231,7 +231,7 @@ def _wrap(
             started = begin()
             if started is None:
                 return await fn(*args, **kwargs)
-            t0 = time.time_ns()
+            t0 = clock.now_ns()
             p0 = time.perf_counter_ns()
             try:
                 value = await fn(*args, **kwargs)
@@ -251,7 +251,7 @@ def _wrap(
         started = begin()
         if started is None:
             return fn(*args, **kwargs)
-        t0 = time.time_ns()
+        t0 = clock.now_ns()
         p0 = time.perf_counter_ns()
         try:
             value = fn(*args, **kwargs)

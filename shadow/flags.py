@@ -15,7 +15,7 @@ from typing import Final, Protocol, runtime_checkable
 import structlog
 from sqlalchemy import Engine, select
 
-from shadow import db, tables
+from shadow import clock, db, tables
 from shadow.ids import new_id
 
 log = structlog.get_logger("shadow.flags")
@@ -251,7 +251,7 @@ class DbFlags:
 
     def _write(self, tool: str, mode: str, percent: int, actor: str | None, reason: str | None) -> AuditEntry:
         who = actor or default_actor()
-        now = dt.datetime.now(dt.UTC)
+        now = clock.now()
         flags, audit = tables.flags, tables.flag_audit
         with self._engine().begin() as conn:
             old = conn.execute(

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import contextvars
-import datetime as dt
 import itertools
 import os
 import socket
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -17,10 +15,11 @@ from typing import Final, Literal
 
 import structlog
 
+from shadow import clock
 from shadow.ids import new_id
 from shadow.records import MarkRecord
 
-log = structlog.get_logger("shadow.session")
+log = structlog.get_logger("shadow.sessions")
 
 MARK_KINDS: Final = ("user_turn", "end")
 MarkKind = Literal["user_turn", "end"]
@@ -95,7 +94,7 @@ def mark(kind: MarkKind) -> None:
         id=new_id(),
         session_id=sid,
         seq=next_seq(sid),
-        ts=dt.datetime.fromtimestamp(time.time(), dt.UTC),
+        ts=clock.now(),
         kind=kind,
         process=str(os.getpid()),
         host=HOST,
