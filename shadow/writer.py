@@ -88,7 +88,8 @@ class Writer:
         self._wake = threading.Event()
         self._done = threading.Condition()
         self._submitted = 0
-        self._processed = 0  # items handled, in submission order (written, spooled, dropped or failed)
+        self._accepted = 0  # items that entered the queue
+        self._processed = 0  # queued items handled, in queue order (written, spooled, dropped or failed)
         self._written = 0
         self._spooled = 0
         self._replayed = 0
@@ -123,6 +124,7 @@ class Writer:
                 accepted = not self._closed and len(self._queue) < self.queue_size
                 if accepted:
                     self._queue.append(item)
+                    self._accepted += 1
                     queued = len(self._queue)
                 else:
                     self._dropped_submit += 1
@@ -130,7 +132,6 @@ class Writer:
                 if queued >= self.batch_size:
                     self._wake.set()
                 return
-            self._done_one()
             if self._closed:
                 log.error("writer.drop", count=1, reason="writer closed", dropped_total=self.stats.dropped)
             else:
@@ -145,12 +146,14 @@ class Writer:
                 raise
 
     def flush(self, timeout: float | None = 10.0) -> bool:
-        """Wait until everything submitted so far is written, spooled or counted as lost; False on timeout.
+        """Wait until everything submitted so far is handled; False on timeout (or when the writer thread is gone).
 
-        In strict mode, raises the first failure the writer thread met (a ``Deferred`` that raised, refused records).
+        Handled means written or spooled, or lost and counted in ``stats`` (``dropped``, ``failed_builds``) and
+        logged. In strict mode, raises the first failure the writer thread met (a ``Deferred`` that raised,
+        refused records).
         """
         with self._submit_lock:
-            target = self._submitted
+            target = self._accepted
         self._wake.set()
         with self._done:
             reached = self._done.wait_for(
