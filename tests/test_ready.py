@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +14,18 @@ import pytest
 from sqlalchemy import insert
 from typer.testing import CliRunner
 
+import shadow
 from shadow import db, tables
 from shadow.cli import ExitCode, app
 from shadow.codes import Code
 from shadow.contract import ToolError, ok
 from shadow.ids import new_id
+from shadow.inventory import emit_rules, inventory
 from shadow.ready import StoreMissing, Thresholds, codes_for_tool, load_proposed, readiness
 from shadow.records import CallRecord
+from shadow.store import SqlStore
+from shadow.testing import InMemoryFlags
+from shadow.writer import Writer, set_writer
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -224,3 +232,74 @@ def test_the_ready_command_rejects_bad_input_with_usage_errors(tmp_path: Path, s
     no_inv = runner.invoke(app, ["ready", "get_user", "--db-url", url, "--inventory", str(tmp_path / "x.json")])
     assert no_inv.exit_code == ExitCode.USAGE
     assert "shadow inventory" in no_inv.stderr
+
+
+# ---------------------------------------------------------------- a store built through the adapter
+
+FIXTURES = Path(__file__).parent / "fixtures" / "inventory"
+
+
+@pytest.fixture
+def logged(db_url: str) -> Iterator[str]:
+    writer = Writer(SqlStore(db_url), queue_size=10_000, batch_size=100, flush_interval=0.05, spool=None, strict=True)
+    set_writer(writer)
+    yield db_url
+    writer.close()
+    set_writer(None)
+
+
+@pytest.fixture
+def fixture_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Path]]:
+    """The rules module `shadow inventory` writes for the fixture tool layers, imported, and its JSON file."""
+    found = inventory([FIXTURES])
+    target = tmp_path / "fixture_rules.py"
+    target.write_text(emit_rules(found))
+    listing = tmp_path / "inventory.json"
+    listing.write_text(json.dumps(found.to_dict()))
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    spec = importlib.util.spec_from_file_location("fixture_rules", target)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module.RULES, listing
+    for name in [n for n in sys.modules if n.split(".")[0] in {"plainpkg", "classtools", "webtools"}]:
+        del sys.modules[name]
+
+
+def test_readiness_of_a_store_built_through_the_adapter_with_inventory_rules(
+    logged: str, fixture_rules: tuple[Any, Path]
+) -> None:
+    from plainpkg import tools
+
+    rules, listing = fixture_rules
+    flags = InMemoryFlags({"get_user": "shadow", "risky": "shadow"})
+    get_user = shadow.tool(name="get_user", rules=rules, flags=flags)(tools.get_user)
+    risky = shadow.tool(name="risky", rules=rules, flags=flags)(tools.risky)
+    for n in range(60):
+        with shadow.session(f"task-{n % 6}"):
+            if n % 3 == 0:
+                with pytest.raises(tools.store.UserNotFound):  # shadow mode: the legacy exception, unchanged
+                    get_user(f"nobody-{n}")
+            else:
+                assert get_user("u1") == {"id": "u1", "name": "Ada"}
+            if n % 10 == 0:
+                with pytest.raises(tools.Mystery):
+                    risky(1)
+            else:
+                assert risky(3) == 0
+    assert shadow.flush(30)
+
+    verdict = readiness(logged, "get_user", Thresholds(min_calls=60, min_errors=20), inventory=listing)
+    assert verdict.ready, verdict.explain()
+    assert (verdict.calls, verdict.errors, verdict.unmapped, verdict.schema_invalid) == (60, 20, 0, 0)
+    assert verdict.codes_seen == {"not_found": 20}
+    assert verdict.proposed == ("not_found",)
+    assert verdict.proposed_unseen == ()
+    assert codes_for_tool(logged, "get_user", listing) == [Code.NOT_FOUND, Code.INTERNAL_ERROR]
+
+    blocked = readiness(logged, "risky", Thresholds(min_calls=60, min_errors=6), inventory=listing)
+    assert not blocked.ready
+    assert (blocked.errors, blocked.unmapped) == (6, 6)
+    assert [c.name for c in blocked.checks if not c.passed] == ["unmapped_share"]
+    assert blocked.proposed == ()  # both of risky's sites are unplaced: nothing to propose
+    assert blocked.leak_count == 0
