@@ -232,7 +232,11 @@ class Spool:
         if not self.has_active():
             return None
         target = self._aside_name()
-        os.rename(self._active, target)
+        try:
+            os.rename(self._active, target)
+        except OSError:
+            target = self._active  # replay it under its own name; the next spill opens a new file
+            log.warning("spool.rename_failed", spool=str(target))
         held = SpoolFile(target, self._fd, self._size)
         self._aside += self._size
         self._held.append(held)

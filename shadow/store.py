@@ -18,6 +18,11 @@ from shadow.tables import calls, marks
 
 _UTC = dt.UTC
 
+#: The process that last used each shared engine; a different pid means this is a forked child.
+_engine_pids: dict[str, int] = {}
+_IMPORT_PID = os.getpid()
+_engine_lock = threading.Lock()
+
 
 class StoreUnavailable(Exception):
     """The database cannot be reached, or is locked; the writer spools the records and retries later."""
@@ -78,8 +83,6 @@ class SqlStore:
         self.backend = backend
         self.lock_timeout = lock_timeout
         self._ensured = False
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
         insert = sqlite.insert if backend == "sqlite" else postgresql.insert
         self._inserts = {
             table.name: insert(table).on_conflict_do_nothing(index_elements=["id"]) for table in (calls, marks)
@@ -95,12 +98,13 @@ class SqlStore:
 
     def _engine(self) -> Engine:
         engine = db.engine(self.url)
-        if os.getpid() != self._pid:
-            # A forked child must not touch the parent's pooled connections.
-            with self._lock:
-                if os.getpid() != self._pid:
+        pid = os.getpid()
+        if _engine_pids.get(self.url) != pid:
+            # First use in this process: a forked child must not touch the parent's pooled connections.
+            with _engine_lock:
+                if _engine_pids.get(self.url, _IMPORT_PID) != pid:
                     engine.dispose(close=False)
-                    self._pid = os.getpid()
+                _engine_pids[self.url] = pid
         return engine
 
     def write(self, records: Sequence[Record]) -> None:

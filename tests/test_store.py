@@ -166,3 +166,32 @@ def test_an_unsupported_database_is_refused_with_the_supported_forms() -> None:
 def test_something_other_than_a_record_is_refused_not_reported_as_an_outage(sqlite_url: str) -> None:
     with pytest.raises(TypeError, match="not a call or mark record"):
         SqlStore(sqlite_url).write([{"id": "x"}])  # type: ignore[list-item]
+
+
+def test_a_forked_child_opens_its_own_database_connection(db_url: str) -> None:
+    import os
+
+    store = SqlStore(db_url)
+    store.write([call(0)])
+    engine = store._engine()
+    with engine.connect() as conn:
+        parent_dbapi = conn.connection.dbapi_connection  # kept alive, so no new object can take its address
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            child_store = SqlStore(db_url)
+            child_store.write([call(1)])
+            with child_store._engine().connect() as conn:
+                code = 0 if conn.connection.dbapi_connection is not parent_dbapi else 2
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(code)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"\x00"
+    os.close(read)
+    assert os.waitstatus_to_exitcode(status) == 0
+    store.write([call(2)])
+    assert count(db_url, calls) == 3
