@@ -8,6 +8,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar, overload
 
 import structlog
@@ -25,6 +26,7 @@ from shadow.records import CallRecord
 from shadow.redact import JSONValue, cap, scrub_text, to_jsonable
 from shadow.rules import Rules
 from shadow.schema import is_valid
+from shadow.writer import get_writer
 
 log = structlog.get_logger("shadow.adapter")
 
@@ -41,26 +43,33 @@ def _pid() -> str:
     return _PID_CACHE[0][1]
 
 
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What stays the same for every call of one wrapped tool."""
+
+    name: str
+    rules: Rules = _DEFAULT_RULES
+    idempotent: bool = True
+    signature: inspect.Signature | None = None
+    source: str = "live"
+
+
 class PendingCall:
     """A call's raw facts, captured on the hot path; ``build`` (in the writer thread) makes the record."""
 
-    __slots__ = (
-        "args", "exc", "idempotent", "kwargs", "latency_ns", "mode", "outcome", "rules", "seq", "session_id",
-        "signature", "source", "started_ns", "tool", "value", "variant",
-    )
+    __slots__ = ("args", "exc", "kwargs", "latency_ns", "mode", "outcome", "seq", "session_id", "spec",
+                 "started_ns", "value", "variant")
 
     def __init__(
-        self, *, tool: str, mode: Mode, variant: Variant, session_id: str, seq: int, started_ns: int,
-        latency_ns: int, signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-        value: Any = None, exc: BaseException | None = None, outcome: Outcome | None = None,
-        rules: Rules | None = None, idempotent: bool = True, source: str = "live",
+        self, spec: ToolSpec, mode: Mode, variant: Variant, session_id: str, seq: int, started_ns: int,
+        latency_ns: int, args: tuple[Any, ...], kwargs: Mapping[str, Any], value: Any = None,
+        exc: BaseException | None = None, outcome: Outcome | None = None,
     ) -> None:
-        self.tool, self.mode, self.variant = tool, mode, variant
+        self.spec, self.mode, self.variant = spec, mode, variant
         self.session_id, self.seq = session_id, seq
         self.started_ns, self.latency_ns = started_ns, latency_ns
-        self.signature, self.args, self.kwargs = signature, args, kwargs
+        self.args, self.kwargs = args, kwargs
         self.value, self.exc, self.outcome = value, exc, outcome
-        self.rules, self.idempotent, self.source = rules, idempotent, source
 
     def build(self) -> CallRecord:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
@@ -78,7 +87,7 @@ class PendingCall:
             session_id=self.session_id,
             seq=self.seq,
             ts=dt.datetime.fromtimestamp(self.started_ns / 1e9, dt.UTC),
-            tool=self.tool,
+            tool=self.spec.name,
             mode=self.mode.value,
             variant=self.variant.value,
             fingerprint=_guarded(lambda: fingerprint(arguments), "unfingerprintable"),
@@ -98,23 +107,25 @@ class PendingCall:
             latency_us=self.latency_ns // 1000,
             process=_pid(),
             host=sessions.HOST,
-            source=self.source,
+            source=self.spec.source,
         )
 
     def _arguments(self) -> dict[str, Any]:
-        if self.signature is None:
+        signature = self.spec.signature
+        if signature is None:
             return {**{f"_{i}": a for i, a in enumerate(self.args)}, **self.kwargs}
-        bound = self.signature.bind_partial(*self.args, **self.kwargs).arguments
-        first = next(iter(self.signature.parameters), None)
+        bound = signature.bind_partial(*self.args, **self.kwargs).arguments
+        first = next(iter(signature.parameters), None)
         if first in ("self", "cls") and first in bound:
             bound = {k: v for k, v in bound.items() if k != first}
         return dict(bound)
 
     def _outcome(self) -> Outcome:
+        spec = self.spec
         if self.exc is not None:
-            return outcome_of_exception(self.exc, rules=self.rules, idempotent=self.idempotent, tool=self.tool,
+            return outcome_of_exception(self.exc, rules=spec.rules, idempotent=spec.idempotent, tool=spec.name,
                                         quiet=True)
-        return outcome_of_value(self.value, rules=self.rules, idempotent=self.idempotent, tool=self.tool)
+        return outcome_of_value(self.value, rules=spec.rules, idempotent=spec.idempotent, tool=spec.name)
 
     def _legacy(self, max_bytes: int) -> JSONValue:
         if self.exc is not None:
@@ -134,12 +145,6 @@ def _guarded(build: Callable[[], Any], fallback: Any) -> Any:
             log.warning("record_part_failed", error_type=type(exc).__name__)
             return fallback
     return fallback
-
-
-def _submit(item: PendingCall) -> None:
-    from shadow.writer import get_writer
-
-    get_writer().submit(item)
 
 
 def _internal_failure(tool: str, exc: Exception) -> None:
@@ -186,6 +191,7 @@ def _wrap(
     except (TypeError, ValueError):
         signature = None
     effective_rules = rules or _DEFAULT_RULES
+    spec = ToolSpec(tool_name, effective_rules, idempotent, signature)
 
     def begin() -> tuple[Mode, Variant, str, int] | None:
         try:
@@ -193,7 +199,8 @@ def _wrap(
             if state.mode is Mode.LEGACY:
                 return None
             sid = sessions.current()
-            return state.mode, state.variant(sid), sid, sessions.next_seq(sid)
+            variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
+            return state.mode, variant, sid, sessions.next_seq(sid)
         except Exception as exc:
             _internal_failure(tool_name, exc)
             return None
@@ -215,11 +222,8 @@ def _wrap(
                 outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
                 _internal_failure(tool_name, failure)
         try:
-            _submit(PendingCall(
-                tool=tool_name, mode=mode, variant=variant, session_id=sid, seq=seq, started_ns=t0,
-                latency_ns=latency, signature=signature, args=args, kwargs=kwargs, value=value, exc=exc,
-                outcome=outcome, rules=effective_rules, idempotent=idempotent,
-            ))
+            item = PendingCall(spec, mode, variant, sid, seq, t0, latency, args, kwargs, value, exc, outcome)
+            get_writer().submit(item)
         except Exception as failure:
             _internal_failure(tool_name, failure)
         return outcome.payload if outcome is not None else None

@@ -92,6 +92,9 @@ _current: Settings | None = None
 def settings() -> Settings:
     """The settings in force: ``configure`` calls over ``SHADOW_*`` variables over defaults."""
     global _current
+    found = _current
+    if found is not None:
+        return found
     with _lock:
         if _current is None:
             _current = Settings(**_from_env())

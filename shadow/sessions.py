@@ -60,11 +60,19 @@ def session(session_id: str | None = None) -> Iterator[str]:
 def process_session() -> str:
     """The session of calls made outside any ``shadow.session``: one per process (renewed after fork)."""
     global _process_session
-    pid = os.getpid()
     found = _process_session
-    if found is None or found[0] != pid:
+    if found is None:
+        pid = os.getpid()
         found = _process_session = (pid, f"proc-{HOST}-{pid}-{uuid.uuid4().hex[:8]}")
     return found[1]
+
+
+def _forget_process_session() -> None:
+    global _process_session
+    _process_session = None
+
+
+os.register_at_fork(after_in_child=_forget_process_session)
 
 
 def current() -> str:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from shadow.flags import FlagState, Mode
+from shadow.flags import LEGACY, FlagState, Mode
 from shadow.redact import dumps, to_jsonable
 from shadow.schema import validate
 
@@ -37,8 +37,8 @@ class InMemoryFlags:
     def state(self, tool: str) -> FlagState:
         """The flag of ``tool``; legacy when unknown or killed."""
         if self.killed:
-            return FlagState()
-        return self.states.get(tool, FlagState())
+            return LEGACY
+        return self.states.get(tool, LEGACY)
 
 
 def assert_valid_payload(payload: object) -> None:

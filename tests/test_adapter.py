@@ -331,7 +331,7 @@ def test_a_broken_writer_is_logged_and_swallowed_unless_strict(monkeypatch: pyte
         def submit(self, item: Any) -> None:
             raise RuntimeError("queue exploded")
 
-    monkeypatch.setattr("shadow.writer.get_writer", lambda: Broken())
+    monkeypatch.setattr("shadow.adapter.get_writer", lambda: Broken())
     sentinel = object()
 
     @tool(flags=InMemoryFlags({"b": "shadow"}))
