@@ -316,3 +316,28 @@ def test_the_emitted_module_comments_every_site(found: Inventory) -> None:
     assert "# Already mapped (no rule needed):" in text
     assert text.count("RULES = RULES.on") == len({s.rule for s in found.sites if s.rule is not None})
     compile(text, "tool_rules.py", "exec")
+
+
+def test_aborts_inherited_statuses_runtime_texts_and_unknown_raises(tmp_path: Path) -> None:
+    (tmp_path / "api.py").write_text(
+        "from flask import abort\n"
+        "class ApiError(Exception):\n    status = 409\n"
+        "class Clash(ApiError):\n    pass\n"
+        "def tool(f):\n    return f\n"
+        "@tool\n"
+        "def a(x, err):\n"                                   # line 9
+        "    if x == 1:\n        abort(404)\n"               # line 11
+        "    if x == 2:\n        raise Clash()\n"            # line 13
+        "    if x == 3:\n        raise err\n"                # line 15
+        "    try:\n        return {'v': int(x)}\n"
+        "    except KeyError as e:\n        return {'error': str(e)}\n"   # line 19
+        "    except TypeError:\n        return 'Error: bad input {}'.format(x)\n"  # line 21
+    )
+    result = inventory([tmp_path])
+    sites = {s.line: s for s in result.sites}
+    assert sorted(sites) == [11, 13, 15, 19, 21]
+    assert (sites[11].kind, sites[11].status, sites[11].code) == ("abort", 404, "not_found")
+    assert (sites[13].code, sites[13].reason) == ("conflict", "the class sets HTTP status 409")
+    assert sites[15].code is None and "class the source does not say" in sites[15].reason
+    assert sites[19].code is None and "built at run time" in sites[19].reason
+    assert (sites[21].message, sites[21].code) == ("Error: bad input …", "validation_error")
