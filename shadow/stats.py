@@ -94,7 +94,9 @@ def wilson(successes: int, trials: int, z: float = Z95) -> Interval | None:
     z2 = z * z
     centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
     half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
-    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)  # exact ends, not 1 - 1e-16
+    return Interval(low, high)
 
 
 def ratio_se(clusters: Iterable[Cluster]) -> tuple[float, float, int] | None:

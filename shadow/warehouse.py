@@ -257,8 +257,13 @@ class Warehouse:
         try:
             con = duckdb.connect(str(target), read_only=read_only)
         except duckdb.IOException as exc:
-            raise WarehouseError(f"cannot open the warehouse {target}: {exc}. Another process (a sync or a "
-                                 "report) may hold it; try again when it has finished") from None
+            if "lock" in str(exc).lower():
+                raise WarehouseError(f"the warehouse {target} is in use by another process (a sync or a report); "
+                                     "try again when it has finished") from None
+            if "not a valid duckdb" in str(exc).lower():
+                raise WarehouseError(f"{target} is not a DuckDB warehouse; choose another path or delete the "
+                                     "file") from None
+            raise WarehouseError(f"cannot open the warehouse {target}: {exc}") from None
         except duckdb.Error as exc:
             raise WarehouseError(f"{target} is not a DuckDB warehouse ({type(exc).__name__}); choose another "
                                  "path or delete the file") from None
@@ -273,11 +278,8 @@ class Warehouse:
             if not (root / name).is_dir():
                 raise WarehouseError(f"{root} holds no {name}/ folder; give a directory written by "
                                      "`shadow export parquet DIR`")
-        con = duckdb.connect()
-        _configure(con, memory_limit)
-        for table in (*LOG_TABLES, *SMALL_TABLES):
-            con.execute(_ddl(table))
-        wh = cls(con, None)
+        wh = cls.in_memory(memory_limit=memory_limit)
+        con = wh.con
         for table in LOG_TABLES:
             files = str(root / table.name / "**" / "*.parquet")
             if any((root / table.name).rglob("*.parquet")):
@@ -288,8 +290,17 @@ class Warehouse:
             file = root / f"{table.name}.parquet"
             if file.exists():
                 con.read_parquet(str(file)).insert_into(table.name)
-        wh._derive_all()
+        wh.derive()
         return wh
+
+    @classmethod
+    def in_memory(cls, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
+        """An empty in-memory warehouse with the mirrored tables; fill them, then call ``derive()``."""
+        con = duckdb.connect()
+        _configure(con, memory_limit)
+        for table in (*LOG_TABLES, *SMALL_TABLES):
+            con.execute(_ddl(table))
+        return cls(con, None)
 
     def close(self) -> None:
         """Close the connection."""
@@ -393,7 +404,7 @@ class Warehouse:
             flag_rows = self._copy_small(engine)
             derived_changed = state.get("models") != models_hash()
             if full or derived_changed:
-                self._derive_all()
+                self.derive()
                 recomputed = self._count_sessions()
             else:
                 recomputed = self._derive_scope()
@@ -461,8 +472,8 @@ class Warehouse:
                 audit_rows = n
         return audit_rows
 
-    def _derive_all(self) -> None:
-        """Recompute every derived table from the mirrored ones."""
+    def derive(self) -> None:
+        """Recompute every derived table (flag periods, error follow-ups) from the mirrored ones."""
         self.con.execute("CREATE OR REPLACE TEMP TABLE sync_scope (session_id VARCHAR)")
         sql.run(self.con, "flag_periods", prefix="CREATE OR REPLACE TABLE flag_periods AS ")
         sql.run(self.con, "error_followups", {"all_sessions": True},
