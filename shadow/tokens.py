@@ -99,9 +99,11 @@ def _pick_kid(keys: Mapping[str, bytes], kid: str | None) -> str:
     raise ValueError("several keys are given; name the signing key with kid=..., or pass a KeyRing with current=")
 
 
-def _ring(keys: KeyRing | Mapping[str, bytes], kid: str | None = None) -> KeyRing:
+def _ring(keys: KeyRing | Mapping[str, bytes], kid: str | None = None, *, signing: bool = True) -> KeyRing:
     if isinstance(keys, KeyRing):
         return keys if kid is None or kid == keys.current else KeyRing(keys.keys, kid)
+    if not signing and isinstance(keys, Mapping) and keys:  # verifying: any key may have signed
+        return KeyRing(keys, next(iter(keys)))
     return KeyRing(keys, _pick_kid(keys, kid))
 
 
@@ -171,7 +173,7 @@ def verify(
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> dict[str, Any]:
     """The payload of a token ``sign`` issued; raises ``TokenError`` naming ``field`` for any other token."""
-    ring = _ring(keys)
+    ring = _ring(keys, signing=False)
     if not isinstance(token, str):
         raise TokenError("malformed", field=field)
     if len(token) > max_bytes:

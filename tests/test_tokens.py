@@ -52,6 +52,12 @@ def test_a_rotated_key_ring_verifies_old_tokens_and_signs_with_the_current_key()
     assert verify(new, keys=ring) == {"n": 2}
 
 
+def test_a_plain_mapping_of_several_keys_verifies_tokens_of_each() -> None:
+    keys = {"k1": K1, "k2": K2}
+    assert verify(sign({"n": 1}, keys=keys, kid="k1"), keys=keys) == {"n": 1}
+    assert verify(sign({"n": 2}, keys=keys, kid="k2"), keys=keys) == {"n": 2}
+
+
 def test_a_token_signed_by_a_retired_key_is_rejected_as_unknown_key() -> None:
     old = sign({"n": 1}, keys=KEYS)
     with pytest.raises(TokenError) as caught:
