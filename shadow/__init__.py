@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from shadow import logs as _logs
 from shadow.adapter import tool
 from shadow.codes import CODE_TABLE, Code, CodeSpec, NextAction
 from shadow.config import configure
@@ -14,6 +15,8 @@ from shadow.sessions import mark, session
 from shadow.writer import flush
 
 __version__ = "0.1.0"
+
+_logs.setup()  # stderr, JSON when not a terminal; a no-op when the application configured structlog itself
 
 __all__ = [
     "CODE_TABLE",
