@@ -1,0 +1,526 @@
+"""The MCP shadow proxy: a child stdio MCP server's tools, served to the agent through the flag, every call logged."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import structlog
+from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from shadow import clock, normalize, sessions
+from shadow import flags as flagmod
+from shadow.adapter import PendingCall, ToolSpec
+from shadow.codes import Code
+from shadow.contract import Payload, ToolError
+from shadow.describe import describe
+from shadow.flags import FlagSource, Mode, Variant
+from shadow.guard import Outcome, outcome_of_exception, outcome_of_value
+from shadow.ids import new_id
+from shadow.records import CallRecord, MarkRecord
+from shadow.redact import JSONValue
+from shadow.rules import ExceptionRule, Rules, looks_like_error
+from shadow.schema import schema
+
+log = structlog.get_logger("shadow.proxy")
+
+DEFAULT_TIMEOUT: Final = 60.0
+CONNECTION_CLOSED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+
+
+class UpstreamUnavailable(ConnectionError):
+    """The MCP server behind the proxy could not be started, or exited (it is restarted on the next call)."""
+
+
+class UpstreamTimeout(TimeoutError):
+    """The MCP server behind the proxy did not answer within the proxy's timeout."""
+
+
+class ProxyStartError(Exception):
+    """The child command could not be started as an MCP server; the message says how to fix it."""
+
+
+PROXY_RULES: Final = Rules((
+    ExceptionRule(UpstreamTimeout, Code.UPSTREAM_TIMEOUT,
+                  "The MCP server behind this tool did not answer in time. Make the identical call again, for "
+                  "example after a short pause.", name="proxy:timeout"),
+    ExceptionRule(UpstreamUnavailable, Code.UPSTREAM_UNAVAILABLE,
+                  "The MCP server behind this tool stopped or could not be started. Make the identical call again "
+                  "shortly, for example after a few seconds.", name="proxy:unavailable"),
+))
+
+
+def proxy_rules(rules: Rules | None = None) -> Rules:
+    """The proxy's rules: yours first, then the proxy's own, ``normalize.mcp()`` and ``Rules.default()``."""
+    return (rules or Rules.empty()) + PROXY_RULES + normalize.mcp() + Rules.default()
+
+
+# ---------------------------------------------------------------- reading and writing tool results
+
+
+def result_value(result: types.CallToolResult) -> object:
+    """What a tool result means to the result rules (see ``normalize.tool_text_value``)."""
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    text = "\n".join(texts)
+    structured = result.structured_content
+    if result.is_error:
+        if isinstance(structured, Mapping) and looks_like_error(structured):
+            return dict(structured)
+        return normalize.tool_text_value(text, is_error=True)
+    if structured is not None:
+        return structured
+    if len(texts) == len(result.content):
+        return normalize.tool_text_value(text) if texts else None
+    return [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content]
+
+
+def result_dump(result: types.CallToolResult) -> JSONValue:
+    """A tool result as the client received it (content, isError, structuredContent), as JSON data."""
+    dumped: JSONValue = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def structured_result(payload: Payload) -> types.CallToolResult:
+    """The structured payload as an MCP result: JSON text for clients that read only content, structured
+    content for those that read it, and ``isError`` on errors."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=dict(payload),
+        is_error=not payload["ok"],
+    )
+
+
+def is_idempotent(tool: types.Tool | None) -> bool:
+    """Whether a blind retry is safe: the tool says it is read-only or idempotent (MCP's defaults say neither)."""
+    hints = tool.annotations if tool is not None else None
+    return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+
+
+def cutover_tool(tool: types.Tool) -> types.Tool:
+    """The tool as served in cutover: its description carries the codes paragraph, its output schema the contract."""
+    paragraph = describe().strip()
+    description = f"{tool.description.rstrip()}\n\n{paragraph}" if tool.description else paragraph
+    return tool.model_copy(update={"description": description, "output_schema": schema()})
+
+
+class ProxyCall(PendingCall):
+    """A proxied call's raw facts; ``build`` (in the writer thread) reads the MCP result and makes the record."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, *args: Any, result: types.CallToolResult | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.result = result
+
+    def build(self) -> CallRecord:
+        """The call record; the legacy payload is the MCP result the client received."""
+        if self.result is not None:
+            if self.outcome is None:
+                spec = self.spec
+                try:
+                    self.outcome = outcome_of_value(result_value(self.result), rules=spec.rules,
+                                                    idempotent=spec.idempotent, tool=spec.name)
+                except Exception as exc:
+                    log.warning("proxy_translation_failed", tool=spec.name, error_type=type(exc).__name__)
+            self.value = result_dump(self.result)
+        return super().build()
+
+
+# ---------------------------------------------------------------- the child server
+
+
+@dataclass(slots=True)
+class _Link:
+    session: ClientSession
+    init: types.InitializeResult
+    stop: anyio.Event
+    dead: anyio.Event
+
+
+async def _pump(
+    source: Any, sink: anyio.abc.ObjectSendStream[SessionMessage | Exception], dead: anyio.Event
+) -> None:
+    """Forward the child's messages; when its stdout ends (it exited), mark the link dead."""
+    try:
+        async with sink:
+            async for item in source:
+                await sink.send(item)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        pass
+    finally:
+        dead.set()
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class Upstream:
+    """The child MCP server: started, restarted after it exits, called with a timeout."""
+
+    def __init__(self, params: StdioServerParameters, *, timeout: float = DEFAULT_TIMEOUT,
+                 errlog: TextIO = sys.stderr) -> None:
+        if timeout <= 0:
+            raise ValueError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+        self.params, self.timeout, self.errlog = params, timeout, errlog
+        self.starts = 0
+        self._link: _Link | None = None
+        self._lock = anyio.Lock()
+        self._group: anyio.abc.TaskGroup | None = None
+
+    @property
+    def command(self) -> str:
+        """The child command line, for messages."""
+        return " ".join([self.params.command, *self.params.args])
+
+    async def start(self, group: anyio.abc.TaskGroup) -> types.InitializeResult:
+        """Start the child and finish the MCP handshake; ``ProxyStartError`` says why it could not."""
+        self._group = group
+        try:
+            link = await self._open()
+        except UpstreamUnavailable as exc:
+            raise ProxyStartError(str(exc)) from None
+        return link.init
+
+    async def _open(self) -> _Link:
+        assert self._group is not None, "Upstream.start() first"
+        try:
+            link: _Link = await self._group.start(self._run)
+        except BaseException as group:  # anyio wraps what the task raised before it started
+            exc = _leaf(group)
+            if not isinstance(exc, Exception):
+                raise
+            raise UpstreamUnavailable(self._why(exc)) from None
+        self.starts += 1
+        self._link = link
+        return link
+
+    def _why(self, exc: Exception) -> str:
+        command = self.command
+        if isinstance(exc, FileNotFoundError):
+            return (f"the MCP server command {self.params.command!r} was not found; check the command after `--`, "
+                    f"for example: shadow proxy --name NAME -- python server.py")
+        if isinstance(exc, PermissionError):
+            return f"the MCP server command {self.params.command!r} is not executable; check its path and mode"
+        if isinstance(exc, TimeoutError):
+            return (f"`{command}` did not finish the MCP handshake within {self.timeout:g} s; check that it is a "
+                    "stdio MCP server, or raise --timeout")
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+            return (f"`{command}` exited before it finished the MCP handshake; run it by itself to see its error "
+                    "(its stderr is shown above)")
+        return f"`{command}` could not be started as an MCP server ({type(exc).__name__}: {str(exc)[:200]})"
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[_Link] = anyio.TASK_STATUS_IGNORED) -> None:
+        link: _Link | None = None
+        try:
+            async with stdio_client(self.params, errlog=self.errlog) as (read, write):
+                sink, source = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+                dead = anyio.Event()
+                async with anyio.create_task_group() as pumps:
+                    pumps.start_soon(_pump, read, sink, dead)
+                    async with ClientSession(source, write) as session:
+                        with anyio.fail_after(self.timeout):
+                            init = await session.initialize()
+                        link = _Link(session, init, anyio.Event(), dead)
+                        task_status.started(link)
+                        await link.stop.wait()
+                    pumps.cancel_scope.cancel()
+        except Exception as exc:
+            if link is None:
+                raise
+            log.info("upstream_closed", command=self.params.command, error_type=type(_leaf(exc)).__name__)
+        finally:
+            if link is not None:
+                link.dead.set()
+
+    async def link(self) -> _Link:
+        """The live connection, restarting the child when it has exited."""
+        current = self._link
+        if current is not None and not current.dead.is_set():
+            return current
+        async with self._lock:
+            current = self._link
+            if current is not None and not current.dead.is_set():
+                return current
+            if current is not None:
+                current.stop.set()
+                log.warning("upstream_restarting", command=self.params.command, starts=self.starts)
+            return await self._open()
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        """Call a tool on the child; a crash raises ``UpstreamUnavailable``, a hang ``UpstreamTimeout``."""
+        link = await self.link()
+        request = types.CallToolRequest(params=types.CallToolRequestParams(
+            name=name, arguments=dict(arguments) if arguments is not None else None))
+        try:
+            # send_request, not call_tool: the child's result must reach the client as it is, even when it
+            # breaks its own output schema.
+            return await link.session.send_request(request, types.CallToolResult,
+                                                   request_read_timeout_seconds=self.timeout)
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise UpstreamTimeout(f"tools/call {name!r} got no answer within {self.timeout:g} s") from None
+            if exc.code == CONNECTION_CLOSED or link.dead.is_set():
+                raise UpstreamUnavailable(f"the MCP server exited during tools/call {name!r}") from None
+            raise
+        except ValidationError:
+            raise UpstreamUnavailable(f"the MCP server sent an invalid result for tools/call {name!r}") from None
+
+    async def list_tools(self) -> list[types.Tool]:
+        """Every tool the child lists (all pages)."""
+        link = await self.link()
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _page in range(1000):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            with anyio.fail_after(self.timeout):
+                page = await link.session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def close(self) -> None:
+        """Stop the child (its stdin is closed; the SDK kills it if it lingers)."""
+        if self._link is not None:
+            self._link.stop.set()
+
+
+def _as_mcp_error(exc: BaseException) -> MCPError:
+    """What a client talking to the child directly would have seen: a JSON-RPC error."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, UpstreamTimeout):
+        return MCPError(code=REQUEST_TIMEOUT, message="Request 'tools/call' timed out")
+    return MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+
+
+# ---------------------------------------------------------------- the server the agent talks to
+
+
+class ShadowProxy:
+    """Serves the child's tools: per tool the flag decides what the client receives; every call is logged."""
+
+    def __init__(self, name: str, upstream: Upstream, *, rules: Rules | None = None,
+                 flags: FlagSource | None = None, session_id: str | None = None) -> None:
+        self.name = name
+        self.upstream = upstream
+        self.rules = proxy_rules(rules)
+        self.flags = flags
+        self.session_id = session_id or f"mcp-{name}-{uuid.uuid4().hex[:16]}"
+        self.tools: dict[str, types.Tool] = {}
+        self._specs: dict[str, ToolSpec] = {}
+
+    def _flags(self) -> FlagSource:
+        return self.flags or flagmod.current()
+
+    def _served_structured(self, tool: str) -> bool:
+        try:
+            state = self._flags().state(tool)
+            return state.mode is Mode.CUTOVER and state.variant(self.session_id) is Variant.STRUCTURED
+        except Exception as exc:
+            log.warning("proxy_flag_failed", tool=tool, error_type=type(exc).__name__)
+            return False
+
+    async def list_tools(self, _ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        """The child's tools; those in the structured arm carry the codes paragraph and the contract schema."""
+        try:
+            tools = await self.upstream.list_tools()
+        except (UpstreamUnavailable, TimeoutError, MCPError) as exc:
+            if not self.tools:
+                raise _as_mcp_error(exc) from None
+            tools = list(self.tools.values())
+        self.tools = {tool.name: tool for tool in tools}
+        self._specs.clear()
+        return types.ListToolsResult(
+            tools=[cutover_tool(tool) if self._served_structured(tool.name) else tool for tool in tools])
+
+    def _begin(self, tool: str) -> tuple[Mode, Variant, int] | None:
+        try:
+            state = self._flags().state(tool)
+            if state.mode is Mode.LEGACY:
+                return None
+            return state.mode, state.variant(self.session_id), sessions.next_seq(self.session_id)
+        except Exception as exc:
+            log.warning("proxy_flag_failed", tool=tool, error_type=type(exc).__name__)
+            return None
+
+    async def call_tool(self, _ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """Forward the call; in the structured arm, answer with the structured payload instead."""
+        name, arguments = params.name, dict(params.arguments or {})
+        started = self._begin(name)
+        if started is None:
+            try:
+                return await self.upstream.call_tool(name, arguments)
+            except (UpstreamUnavailable, UpstreamTimeout) as exc:
+                raise _as_mcp_error(exc) from None
+        t0, p0 = clock.now_ns(), time.perf_counter_ns()
+        try:
+            result = await self.upstream.call_tool(name, arguments)
+        except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
+            payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
+            if payload is not None:
+                return structured_result(payload)
+            raise _as_mcp_error(exc) from None
+        payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, result=result)
+        return result if payload is None else structured_result(payload)
+
+    def _finish(
+        self, started: tuple[Mode, Variant, int], tool: str, arguments: dict[str, Any], t0: int, latency: int, *,
+        result: types.CallToolResult | None = None, exc: BaseException | None = None,
+    ) -> Payload | None:
+        mode, variant, seq = started
+        spec = self._spec(tool)
+        idempotent = spec.idempotent
+        outcome: Outcome | None = None
+        if variant is Variant.STRUCTURED:
+            try:
+                if exc is not None:
+                    outcome = outcome_of_exception(exc, rules=self.rules, idempotent=idempotent, tool=tool, quiet=True)
+                else:
+                    assert result is not None
+                    outcome = outcome_of_value(result_value(result), rules=self.rules, idempotent=idempotent,
+                                               tool=tool)
+            except Exception as failure:
+                log.warning("proxy_translation_failed", tool=tool, error_type=type(failure).__name__)
+                outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
+        try:
+            from shadow.writer import get_writer
+
+            get_writer().submit(ProxyCall(spec, mode, variant, self.session_id, seq, t0, latency, (), arguments,
+                                          exc=exc, outcome=outcome, result=result))
+        except Exception as failure:
+            log.warning("proxy_log_failed", tool=tool, error_type=type(failure).__name__)
+        return outcome.payload if outcome is not None else None
+
+    def _spec(self, tool: str) -> ToolSpec:
+        found = self._specs.get(tool)
+        if found is None:
+            found = self._specs[tool] = ToolSpec(tool, self.rules, is_idempotent(self.tools.get(tool)), None, "proxy")
+        return found
+
+    # -- prompts and resources pass through unchanged
+
+    async def _forward(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            link = await self.upstream.link()
+            with anyio.fail_after(self.upstream.timeout):
+                return await getattr(link.session, method)(*args, **kwargs)
+        except (UpstreamUnavailable, TimeoutError) as exc:
+            raise _as_mcp_error(exc) from None
+
+    async def list_prompts(self, _ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        """The child's prompts."""
+        found: types.ListPromptsResult = await self._forward("list_prompts", params=params)
+        return found
+
+    async def get_prompt(self, _ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        """One of the child's prompts."""
+        found: types.GetPromptResult = await self._forward("get_prompt", params.name, params.arguments)
+        return found
+
+    async def list_resources(self, _ctx: Any,
+                             params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        """The child's resources."""
+        found: types.ListResourcesResult = await self._forward("list_resources", params=params)
+        return found
+
+    async def list_resource_templates(
+        self, _ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        """The child's resource templates."""
+        found: types.ListResourceTemplatesResult = await self._forward("list_resource_templates", params=params)
+        return found
+
+    async def read_resource(self, _ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """One of the child's resources."""
+        found: types.ReadResourceResult = await self._forward("read_resource", params.uri)
+        return found
+
+    def server(self, init: types.InitializeResult) -> Server[Any]:
+        """The MCP server the agent's client talks to, offering what the child offers."""
+        caps = init.capabilities
+        handlers: dict[str, Any] = {"on_list_tools": self.list_tools, "on_call_tool": self.call_tool}
+        if caps.prompts is not None:
+            handlers.update(on_list_prompts=self.list_prompts, on_get_prompt=self.get_prompt)
+        if caps.resources is not None:
+            handlers.update(on_list_resources=self.list_resources, on_read_resource=self.read_resource,
+                            on_list_resource_templates=self.list_resource_templates)
+        return Server(self.name, version=init.server_info.version or "", instructions=init.instructions,
+                      **handlers)
+
+    def end(self) -> None:
+        """Record that the agent's session ended (the client disconnected)."""
+        try:
+            from shadow.writer import get_writer
+
+            get_writer().submit(MarkRecord(new_id(), self.session_id, sessions.next_seq(self.session_id), clock.now(),
+                                           "end", str(os.getpid()), sessions.HOST, "proxy"))
+        except Exception as exc:
+            log.warning("proxy_mark_failed", error_type=type(exc).__name__)
+
+
+async def serve(
+    command: Sequence[str], *, name: str, rules: Rules | None = None, timeout: float = DEFAULT_TIMEOUT,
+    flags: FlagSource | None = None, env: Mapping[str, str] | None = None, errlog: TextIO = sys.stderr,
+) -> None:
+    """Run the proxy on this process's stdin and stdout until the client disconnects.
+
+    Raises ``ProxyStartError`` when the child command does not start as an MCP server.
+    """
+    if not command:
+        raise ProxyStartError("no MCP server command given; put it after `--`, for example: "
+                              "shadow proxy --name files -- python server.py")
+    params = StdioServerParameters(command=command[0], args=list(command[1:]),
+                                   env=dict(env if env is not None else os.environ))
+    upstream = Upstream(params, timeout=timeout, errlog=errlog)
+    try:
+        async with anyio.create_task_group() as group:
+            init = await upstream.start(group)
+            proxy = ShadowProxy(name, upstream, rules=rules, flags=flags)
+            await anyio.to_thread.run_sync(_warm_up, proxy)
+            log.info("proxy_started", name=name, command=upstream.command, session_id=proxy.session_id)
+            server = proxy.server(init)
+            try:
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                proxy.end()
+                await upstream.close()
+                group.cancel_scope.cancel()
+    except BaseExceptionGroup as group_error:
+        raise _leaf(group_error) from None
+    finally:
+        from shadow.writer import flush
+
+        await anyio.to_thread.run_sync(flush, 10.0)
+
+
+def _warm_up(proxy: ShadowProxy) -> None:
+    """Load flags and start the writer before the first call, so no call waits on either."""
+    try:
+        proxy._flags().state("*warm-up*")
+        from shadow.writer import get_writer
+
+        get_writer()
+    except Exception as exc:
+        log.warning("proxy_warm_up_failed", error_type=type(exc).__name__)
