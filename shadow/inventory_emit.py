@@ -107,7 +107,7 @@ def emit_rules(inventory: Inventory, sources: Sequence[str] = ()) -> str:
         body += [_comment(site) for site in unplaced]
         body.append("")
     uses_helpers = any(r.class_name is not None for r in drafts)
-    where = ", ".join(sources) or "the scanned sources"
+    where = _one_line(", ".join(sources)).replace("\\", "/").replace('"', "'") or "the scanned sources"
     head = [
         f'"""Draft shadow rules for the tools in {where}, written by `shadow inventory` (review each rule)."""',
         "",
