@@ -23,7 +23,7 @@ class World:
 
     rng: random.Random
     users: frozenset[str] = frozenset({"ana", "bo", "chen", "dara"})
-    flaky: float = 0.12
+    flaky: float = 0.08
 
 
 def create_task(world: World, title: str, due_date: str) -> dict[str, Any]:

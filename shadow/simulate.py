@@ -116,7 +116,7 @@ class Agent:
         for _ in range(steps):
             name = self.rng.choice(names)
             args = dict(GOOD_ARGS[name])
-            if self.rng.random() < 0.3:
+            if self.rng.random() < 0.18:
                 args.update(self.rng.choice(BAD_ARGS[name]))
             if not self.attempt(name, args):
                 break

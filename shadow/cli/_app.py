@@ -38,7 +38,16 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: operational events at WARNING and above unless SHADOW_LOG_LEVEL says else."""
+    import os
+
+    from shadow import logs
+
+    try:
+        logs.setup(os.environ.get(logs.LEVEL_ENV) or "WARNING", force=True)
+    except ValueError as exc:
+        typer.echo(f"shadow: {exc}", err=True)
+        sys.exit(int(ExitCode.USAGE))
     try:
         app()
     except UsageError as exc:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from shadow.cli._app import app
+from shadow.cli._app import ExitCode, app, fail
 from shadow.describe import describe as describe_codes
 from shadow.schema import schema_text
 
@@ -34,9 +35,33 @@ def describe(
     fmt: Annotated[DescribeFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = (
         DescribeFormat.text
     ),
+    tool: Annotated[str | None, typer.Option(
+        "--tool", "-t", help="Only the codes this tool can return (seen in its shadow log, or proposed by --inventory)."
+    )] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", exists=True, dir_okay=False, help="A `shadow inventory --format json` file, with --tool."
+    )] = None,
+    db_url: Annotated[str | None, typer.Option("--db-url", help="Call-log URL (default: SHADOW_DB_URL).")] = None,
 ) -> None:
     """Print the paragraph a tool description should carry: every code and the three next actions.
 
-    Example: shadow describe --format markdown
+    With --tool, only the codes that tool can return, so the prompt and the payload change together.
+
+    Example: shadow describe --tool create_task --format markdown
     """
-    typer.echo(describe_codes(fmt=fmt.value), nl=False)
+    codes = None
+    if tool is not None:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from shadow import ready
+        from shadow.config import settings
+
+        try:
+            codes = ready.codes_for_tool(db_url or settings().db_url, tool, inventory)
+        except (ready.StoreMissing, ValueError) as exc:
+            fail(str(exc))
+        except SQLAlchemyError as exc:
+            fail(f"the call log could not be read ({type(exc).__name__}); check --db-url", ExitCode.UNAVAILABLE)
+    elif inventory is not None:
+        fail("--inventory goes with --tool; for example: shadow describe --tool create_task --inventory inv.json")
+    typer.echo(describe_codes(codes, fmt=fmt.value), nl=False)

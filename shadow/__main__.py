@@ -1,0 +1,5 @@
+"""``python -m shadow``: the command line."""
+
+from shadow.cli import main
+
+main()
