@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +28,14 @@ class World:
     flaky: float = 0.08
 
 
+def _io(world: World) -> None:
+    """Stand in for the network round trip a real tool makes (0.2 to 1 ms), so latencies are not zero."""
+    time.sleep(world.rng.uniform(0.0002, 0.001))
+
+
 def create_task(world: World, title: str, due_date: str) -> dict[str, Any]:
     """Legacy style: an error dict with no hint of what was wrong."""
+    _io(world)
     if not title.strip():
         return {"error": "Bad request"}
     if not _DATE.match(due_date):
@@ -37,15 +45,17 @@ def create_task(world: World, title: str, due_date: str) -> dict[str, Any]:
 
 def search_docs(world: World, query: str, limit: int = 5) -> list[str] | str:
     """Legacy style: a bare error string, and a raw exception from the upstream."""
+    _io(world)
     if world.rng.random() < world.flaky:
         raise TimeoutError("search backend did not answer in 2000 ms (host=search-7.internal)")
     if limit > 50:
         return "Error: limit too large"
-    return [f"doc-{abs(hash((query, i))) % 1000}" for i in range(limit)]
+    return [f"doc-{zlib.crc32(f'{query}:{i}'.encode()) % 1000}" for i in range(limit)]
 
 
 def get_weather(world: World, city: str) -> dict[str, Any]:
     """Legacy style: HTTP-ish statuses in the body, and an exception of its own that no built-in rule knows."""
+    _io(world)
     if world.rng.random() < world.flaky / 2:
         raise WeatherServiceDown("weather api returned 502 from http://10.0.0.12:8080/v1?key=abc")
     if city.lower() in {"atlantis", "gotham"}:
@@ -55,6 +65,7 @@ def get_weather(world: World, city: str) -> dict[str, Any]:
 
 def lookup_user(world: World, username: str) -> dict[str, Any] | str:
     """Legacy style: a string starting with 'Error'."""
+    _io(world)
     if username not in world.users:
         return f"Error: no such user '{username}'"
     return {"username": username, "email": f"{username}@example.com"}
@@ -62,6 +73,7 @@ def lookup_user(world: World, username: str) -> dict[str, Any] | str:
 
 def send_email(world: World, to: str, body: str) -> str:
     """Legacy style: raw exceptions; not idempotent (a blind retry could send twice)."""
+    _io(world)
     if "@" not in to:
         raise ValueError(f"bad address {to}")
     if world.rng.random() < world.flaky:
