@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import json
+import operator
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, Table, exc
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import JSON, DateTime, Engine, Table, exc
 from sqlalchemy.engine import make_url
 
 from shadow import db, migrate
@@ -57,12 +59,46 @@ def utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(_UTC)
 
 
-def _row(record: Record, naive: bool) -> dict[str, Any]:
-    row = record.to_row()
-    ts = utc(row["ts"])
-    # SQLite stores no offset: keep UTC wall time there (readers attach UTC); PostgreSQL keeps timestamptz.
-    row["ts"] = ts.replace(tzinfo=None) if naive else ts
-    return row
+def _sqlite_time(value: dt.datetime) -> str:
+    """UTC wall time in the form SQLAlchemy's SQLite ``DateTime`` stores and reads (readers attach UTC)."""
+    ts = utc(value)
+    return f"{ts:%Y-%m-%d %H:%M:%S}.{ts.microsecond:06d}"
+
+
+def _quote(name: str) -> str:
+    """A quoted SQL identifier (standard double quotes: SQLite and PostgreSQL alike)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _Insert:
+    """One table's idempotent ``executemany`` insert, built from ``shadow.tables`` (the schema source).
+
+    Rows go to the driver as tuples, bypassing per-value processing: JSON columns are serialised with
+    ``json.dumps`` (``None`` becomes JSON ``null``) and times become UTC, exactly as SQLAlchemy's types would.
+    """
+
+    def __init__(self, table: Table, record_type: type[CallRecord] | type[MarkRecord], backend: str) -> None:
+        fields = [f.name for f in dataclasses.fields(record_type)]
+        missing = [name for name in fields if name not in table.c]
+        if missing:
+            raise RuntimeError(f"{record_type.__name__} fields {missing} have no column in table {table.name!r}")
+        mark = "?" if backend == "sqlite" else "%s"
+        self.sql = (
+            f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) "
+            f"VALUES ({', '.join(mark for _ in fields)}) ON CONFLICT ({_quote('id')}) DO NOTHING"
+        )
+        self.get = operator.attrgetter(*fields)
+        self.json = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, JSON)]
+        self.times = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, DateTime)]
+        self.to_time: Callable[[dt.datetime], Any] = _sqlite_time if backend == "sqlite" else utc
+
+    def row(self, record: Record) -> tuple[Any, ...]:
+        values = list(self.get(record))
+        for i in self.json:
+            values[i] = json.dumps(values[i])
+        for i in self.times:
+            values[i] = self.to_time(values[i])
+        return tuple(values)
 
 
 class SqlStore:
@@ -83,10 +119,8 @@ class SqlStore:
         self.backend = backend
         self.lock_timeout = lock_timeout
         self._ensured = False
-        insert = sqlite.insert if backend == "sqlite" else postgresql.insert
-        self._inserts = {
-            table.name: insert(table).on_conflict_do_nothing(index_elements=["id"]) for table in (calls, marks)
-        }
+        self._calls = _Insert(calls, CallRecord, backend)
+        self._marks = _Insert(marks, MarkRecord, backend)
 
     def __repr__(self) -> str:
         return f"SqlStore({make_url(self.url).render_as_string(hide_password=True)!r})"
@@ -111,13 +145,13 @@ class SqlStore:
         """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
         if not records:
             return
-        naive = self.backend == "sqlite"
-        rows: dict[Table, list[dict[str, Any]]] = {calls: [], marks: []}
+        call_rows: list[tuple[Any, ...]] = []
+        mark_rows: list[tuple[Any, ...]] = []
         for record in records:
             if isinstance(record, CallRecord):
-                rows[calls].append(_row(record, naive))
+                call_rows.append(self._calls.row(record))
             elif isinstance(record, MarkRecord):
-                rows[marks].append(_row(record, naive))
+                mark_rows.append(self._marks.row(record))
             else:
                 raise TypeError(f"not a call or mark record: {type(record).__name__}")
         try:
@@ -126,11 +160,11 @@ class SqlStore:
                 migrate.ensure(self.url)
                 self._ensured = True
             with engine.begin() as conn:
-                if naive and self.lock_timeout is not None:
+                if self.backend == "sqlite" and self.lock_timeout is not None:
                     conn.exec_driver_sql(f"PRAGMA busy_timeout={max(0, int(self.lock_timeout * 1000))}")
-                for table, table_rows in rows.items():
-                    if table_rows:
-                        conn.execute(self._inserts[table.name], table_rows)
+                for insert, rows in ((self._calls, call_rows), (self._marks, mark_rows)):
+                    if rows:
+                        conn.exec_driver_sql(insert.sql, rows)
         except _UNAVAILABLE as error:
             # The schema may be gone with the database (a new file, a restored server): check it again next time.
             self._ensured = False

@@ -195,3 +195,27 @@ def test_a_forked_child_opens_its_own_database_connection(db_url: str) -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     store.write([call(2)])
     assert count(db_url, calls) == 3
+
+
+def test_rows_are_stored_as_sqlalchemy_core_would_store_them(db_url: str) -> None:
+    import dataclasses
+
+    from sqlalchemy import insert
+
+    ours = call(1, arg_hashes=None, legacy_payload=None, retryable=True, ts=TS.replace(microsecond=0))
+    theirs = dataclasses.replace(ours, id=new_id())
+    SqlStore(db_url).write([ours])
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(calls), [theirs.to_row()])
+        columns = [c.name for c in calls.columns if c.name not in ("id", "inserted_at")]
+        with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                listed = ", ".join(f"{c}, typeof({c})" for c in columns)
+            else:
+                listed = ", ".join(f"{c}::text" for c in columns)
+            got = {row[0]: row[1:] for row in conn.exec_driver_sql(f"SELECT id, {listed} FROM calls")}
+    finally:
+        engine.dispose()
+    assert got[ours.id] == got[theirs.id]
