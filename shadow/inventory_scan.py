@@ -139,7 +139,10 @@ class Walker:
                 self._body(value, tries, handler)
             elif isinstance(value, list):
                 for item in value:
-                    if isinstance(item, ast.AST) and not isinstance(item, ast.excepthandler):
+                    if isinstance(item, ast.match_case):
+                        self._expression(item.pattern, tries, handler)
+                        self._body(item.body, tries, handler)
+                    elif isinstance(item, ast.AST) and not isinstance(item, ast.excepthandler):
                         self._expression(item, tries, handler)
             elif isinstance(value, ast.AST) and name != "exc":
                 self._expression(value, tries, handler)
