@@ -435,7 +435,7 @@ class Writer:
                 if not self._replays:
                     self._set_aside()
                 if not self._replays:
-                    return True
+                    return False  # nothing could be set aside: try again on a later round
                 self._replay_iter = self._replays[0].batches(self.batch_size)
             try:
                 self._replay_batch = next(self._replay_iter)
