@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shadow import logs as _logs
+from shadow import tokens
 from shadow.adapter import tool
 from shadow.codes import CODE_TABLE, Code, CodeSpec, NextAction
 from shadow.config import configure
@@ -43,6 +44,7 @@ __all__ = [
     "run_tool",
     "schema",
     "session",
+    "tokens",
     "tool",
     "validate",
 ]
