@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -44,7 +45,10 @@ def create(url: str, **kwargs: Any) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    connect_args: dict[str, Any] = {}
+    if url.startswith("postgresql") and "connect_timeout" not in url:
+        connect_args["connect_timeout"] = 10  # an unreachable host must fail, not hang the writer
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
 
 
 def engine(url: str) -> Engine:
@@ -55,6 +59,15 @@ def engine(url: str) -> Engine:
         if found is None:
             found = _engines[url] = create(url)
         return found
+
+
+def _after_fork_in_child() -> None:
+    """A forked child must not reuse its parent's connections: drop them from the pools without closing them."""
+    for item in list(_engines.values()):
+        item.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def dispose_all() -> None:

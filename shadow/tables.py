@@ -29,7 +29,8 @@ NAMING_CONVENTION: Final = {
 
 metadata: Final = MetaData(naming_convention=NAMING_CONVENTION)
 
-#: Server-side insert time with sub-second precision on both SQLite and PostgreSQL; sync reads it.
+#: Server-side insert time (whole seconds on SQLite, microseconds on PostgreSQL); sync re-reads a margin before
+#: its watermark, so the coarse SQLite clock and out-of-order commits lose nothing.
 _INSERTED_AT = text("CURRENT_TIMESTAMP")
 
 calls: Final = Table(
