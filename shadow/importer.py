@@ -232,7 +232,7 @@ def import_files(
         if batch and not dry_run:
             summary.already_present += _present(store.url, batch)
             store.write(batch)
-            summary.written += len(batch)
+        summary.written += len(batch)
         batch.clear()
 
     for read in reads:

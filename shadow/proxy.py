@@ -329,6 +329,7 @@ class ShadowProxy:
         self.session_id = session_id or f"mcp-{name}-{uuid.uuid4().hex[:16]}"
         self.tools: dict[str, types.Tool] = {}
         self._specs: dict[str, ToolSpec] = {}
+        self._logged = False
 
     def _flags(self) -> FlagSource:
         return self.flags or flagmod.current()
@@ -359,6 +360,7 @@ class ShadowProxy:
             state = self._flags().state(tool)
             if state.mode is Mode.LEGACY:
                 return None
+            self._logged = True
             return state.mode, state.variant(self.session_id), sessions.next_seq(self.session_id)
         except Exception as exc:
             log.warning("proxy_flag_failed", tool=tool, error_type=type(exc).__name__)
@@ -469,7 +471,9 @@ class ShadowProxy:
                       **handlers)
 
     def end(self) -> None:
-        """Record that the agent's session ended (the client disconnected)."""
+        """Record that the agent's session ended (the client disconnected), when any of its calls was logged."""
+        if not self._logged:
+            return
         try:
             from shadow.writer import get_writer
 

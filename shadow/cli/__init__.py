@@ -10,6 +10,7 @@ from shadow.cli import demo as _demo  # noqa: F401  # isort: skip
 from shadow.cli import db as _db  # noqa: F401  # isort: skip
 from shadow.cli import eval as _eval  # noqa: F401  # isort: skip
 from shadow.cli import flags as _flags  # noqa: F401  # isort: skip
+from shadow.cli import integrations as _integrations  # noqa: F401  # isort: skip
 from shadow.cli import migration as _migration  # noqa: F401  # isort: skip
 from shadow.cli import report as _report  # noqa: F401  # isort: skip
 
