@@ -162,6 +162,20 @@ def _args_problem(args: object) -> ErrorPayload | None:
     return None
 
 
+def _call(
+    tool: Callable[..., Any], args: Mapping[str, Any] | None, rules: Rules | None, idempotent: bool
+) -> Payload | Awaitable[Payload]:
+    """Check ``args``, guard ``tool`` unless it is guarded already, and call it."""
+    problem = _args_problem(args)
+    if problem is not None:
+        return problem
+    guarded = tool if getattr(tool, "__shadow_guarded__", False) else _guard(
+        tool, rules=rules, idempotent=idempotent, name=None
+    )
+    result: Payload | Awaitable[Payload] = guarded(**(args or {}))
+    return result
+
+
 def run_tool(
     tool: Callable[..., Any], args: Mapping[str, Any] | None = None, *, rules: Rules | None = None,
     idempotent: bool = True,
@@ -170,22 +184,16 @@ def run_tool(
 
     Inside a running event loop, use ``await arun_tool(...)`` for async tools instead.
     """
-    problem = _args_problem(args)
-    if problem is not None:
-        return problem
-    guarded = tool if getattr(tool, "__shadow_guarded__", False) else _guard(
-        tool, rules=rules, idempotent=idempotent, name=None
-    )
-    result = guarded(**(args or {}))
-    if inspect.isawaitable(result):
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(_await(result))
-        if inspect.iscoroutine(result):
-            result.close()
-        raise RuntimeError("run_tool() was called inside a running event loop; use `await arun_tool(...)`")
-    return result  # type: ignore[no-any-return]
+    result = _call(tool, args, rules, idempotent)
+    if not inspect.isawaitable(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(result))
+    if inspect.iscoroutine(result):
+        result.close()
+    raise RuntimeError("run_tool() was called inside a running event loop; use `await arun_tool(...)`")
 
 
 async def arun_tool(
@@ -193,16 +201,10 @@ async def arun_tool(
     idempotent: bool = True,
 ) -> Payload:
     """Async ``run_tool``: awaits async tools, calls plain ones directly."""
-    problem = _args_problem(args)
-    if problem is not None:
-        return problem
-    guarded = tool if getattr(tool, "__shadow_guarded__", False) else _guard(
-        tool, rules=rules, idempotent=idempotent, name=None
-    )
-    result = guarded(**(args or {}))
+    result = _call(tool, args, rules, idempotent)
     if inspect.isawaitable(result):
-        return await _await(result)
-    return result  # type: ignore[no-any-return]
+        return await result
+    return result
 
 
 async def _await(result: Awaitable[Payload]) -> Payload:
