@@ -30,15 +30,19 @@ scoped_marks AS (
     WHERE kind IN ('user_turn', 'end')
       AND ($all_sessions OR session_id IN (SELECT session_id FROM sync_scope))
 ),
--- Calls and marks as one ordered stream per session.
+-- Calls and marks as one ordered stream per session (marks carry no call columns).
 events AS (
-    SELECT session_id, seq, 0 AS is_mark, id, NULL AS kind FROM scoped_calls
+    SELECT session_id, seq, 0 AS is_mark, id, NULL AS kind, ts, tool, mode, variant, fingerprint, arg_hashes,
+           outcome, code, retryable, retry_after_ms, error_field, unmapped, schema_valid
+    FROM scoped_calls
     UNION ALL
-    SELECT session_id, seq, 1 AS is_mark, id, kind FROM scoped_marks
+    SELECT session_id, seq, 1 AS is_mark, id, kind, NULL, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM scoped_marks
 ),
--- For each call: the first event after it, and how many marks came before it (to find marks between two calls).
+-- For each event: the first event after it, and how many marks came up to it (to find marks between two calls).
 stream AS (
-    SELECT id, is_mark,
+    SELECT *,
            LEAD(is_mark) OVER w AS next_is_mark,
            LEAD(kind) OVER w AS next_kind,
            SUM(is_mark) OVER w AS marks_so_far
@@ -47,22 +51,22 @@ stream AS (
 ),
 -- Calls only, in order, with the next call and runs of identical calls (same tool and fingerprint).
 call_order AS (
-    SELECT c.*, s.next_is_mark, s.next_kind, s.marks_so_far,
+    SELECT *,
            ROW_NUMBER() OVER w AS pos,
-           COUNT(*) OVER (PARTITION BY c.session_id) AS n_calls,
-           LEAD(c.id) OVER w AS next_id,
-           LEAD(c.tool) OVER w AS next_tool,
-           LEAD(c.fingerprint) OVER w AS next_fingerprint,
-           LEAD(c.ts) OVER w AS next_ts,
-           LEAD(c.arg_hashes) OVER w AS next_arg_hashes,
-           LEAD(s.marks_so_far) OVER w AS next_marks_so_far,
+           COUNT(*) OVER (PARTITION BY session_id) AS n_calls,
+           LEAD(id) OVER w AS next_id,
+           LEAD(tool) OVER w AS next_tool,
+           LEAD(fingerprint) OVER w AS next_fingerprint,
+           LEAD(ts) OVER w AS next_ts,
+           LEAD(arg_hashes) OVER w AS next_arg_hashes,
+           LEAD(marks_so_far) OVER w AS next_marks_so_far,
            -- a run of identical calls starts where the call differs from the one before it
-           CASE WHEN LAG(c.tool) OVER w IS NOT DISTINCT FROM c.tool
-                 AND LAG(c.fingerprint) OVER w IS NOT DISTINCT FROM c.fingerprint
+           CASE WHEN LAG(tool) OVER w IS NOT DISTINCT FROM tool
+                 AND LAG(fingerprint) OVER w IS NOT DISTINCT FROM fingerprint
                 THEN 0 ELSE 1 END AS starts_run
-    FROM scoped_calls AS c
-    JOIN stream AS s ON s.id = c.id AND s.is_mark = 0
-    WINDOW w AS (PARTITION BY c.session_id ORDER BY c.seq, c.id)
+    FROM stream
+    WHERE is_mark = 0
+    WINDOW w AS (PARTITION BY session_id ORDER BY seq, id)
 ),
 runs AS (
     SELECT *,

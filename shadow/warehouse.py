@@ -108,9 +108,9 @@ def _duck_type(column: Column[Any]) -> str:
     raise TypeError(f"no DuckDB type for column {column.table.name}.{column.name} of type {kind!r}")
 
 
-def _ddl(table: Table) -> str:
+def _ddl(table: Table, name: str | None = None) -> str:
     cols = ", ".join(f'"{c.name}" {_duck_type(c)}' for c in table.columns)
-    return f'CREATE TABLE "{table.name}" ({cols})'
+    return f'CREATE TABLE "{name or table.name}" ({cols})'
 
 
 def _from_batch(table: Table, batch: str) -> str:
@@ -380,43 +380,51 @@ class Warehouse:
             if progress:
                 progress(done, grand_total)
 
+        # Rows land in staging tables first, one committed batch at a time: DuckDB keeps many small appends of one
+        # open transaction in memory, while the single bulk statements below write straight to disk.
+        con = self.con
+        stages = {t.name: f"_stage_{t.name}" for t in (*LOG_TABLES, *SMALL_TABLES)}
         read: dict[str, int] = {}
         added: dict[str, int] = {}
-        con = self.con
-        con.begin()
         try:
-            if full:
-                for name in (STATE_TABLE, *DERIVED, *(t.name for t in (*LOG_TABLES, *SMALL_TABLES))):
-                    con.execute(f'DROP TABLE IF EXISTS "{name}"')
-                for table in (*LOG_TABLES, *SMALL_TABLES):
-                    con.execute(_ddl(table))
-            con.execute("CREATE OR REPLACE TEMP TABLE sync_scope (session_id VARCHAR)")
-            for table in LOG_TABLES:
-                lower = bounds.get(table.name)
-                target = table.name if full else f"stage_{table.name}"
-                if not full:
-                    con.execute(f'CREATE OR REPLACE TEMP TABLE "{target}" AS SELECT * FROM "{table.name}" LIMIT 0')
-                read[table.name] = self._load(engine, table, lower, target, advance)
+            for table in (*LOG_TABLES, *SMALL_TABLES):
+                con.execute(f'DROP TABLE IF EXISTS "{stages[table.name]}"')
+                con.execute(_ddl(table, stages[table.name]))
+                step = advance if table in LOG_TABLES else (lambda _n: None)
+                read[table.name] = self._load(engine, table, bounds.get(table.name), stages[table.name], step)
+            con.begin()
+            try:
+                con.execute("CREATE OR REPLACE TEMP TABLE sync_scope (session_id VARCHAR)")
                 if full:
-                    added[table.name] = read[table.name]
+                    for name in (STATE_TABLE, *DERIVED, *stages):
+                        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+                    for name, stage in stages.items():
+                        con.execute(f'ALTER TABLE "{stage}" RENAME TO "{name}"')
+                    added = {t.name: read[t.name] for t in LOG_TABLES}
                 else:
-                    added[table.name] = self._merge(table.name, target, lower)
-            flag_rows = self._copy_small(engine)
-            derived_changed = state.get("models") != models_hash()
-            if full or derived_changed:
-                self.derive()
-                recomputed = self._count_sessions()
-            else:
-                recomputed = self._derive_scope()
-            new_state = {"source": display_url(url), "schema": schema_hash(), "models": models_hash(),
-                         "synced_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()}
-            for table in LOG_TABLES:
-                new_state[f"lower.{table.name}"] = self._next_lower(table.name, oldest, margin)
-            self._set_state(new_state)
-            con.commit()
-        except BaseException:
-            con.rollback()
-            raise
+                    for table in LOG_TABLES:
+                        added[table.name] = self._merge(table.name, stages[table.name], bounds.get(table.name))
+                    for table in SMALL_TABLES:
+                        con.execute(f'DELETE FROM "{table.name}"')
+                        con.execute(f'INSERT INTO "{table.name}" SELECT * FROM "{stages[table.name]}"')
+                if full or state.get("models") != models_hash():
+                    self.derive()
+                    recomputed = self._count_sessions()
+                else:
+                    recomputed = self._derive_scope()
+                new_state = {"source": display_url(url), "schema": schema_hash(), "models": models_hash(),
+                             "synced_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()}
+                for table in LOG_TABLES:
+                    new_state[f"lower.{table.name}"] = self._next_lower(table.name, oldest, margin)
+                self._set_state(new_state)
+                con.commit()
+            except BaseException:
+                con.rollback()
+                raise
+        finally:
+            for stage in stages.values():
+                con.execute(f'DROP TABLE IF EXISTS "{stage}"')
+        flag_rows = read[tables.flag_audit.name]
         return SyncResult(
             warehouse=self.path, source=display_url(url), rebuilt=full,
             calls_read=read["calls"], calls_added=added["calls"], marks_read=read["marks"],
@@ -460,17 +468,8 @@ class Warehouse:
         self.con.execute(f'INSERT INTO "{name}" SELECT * FROM new_{name}')
         self.con.execute(f"INSERT INTO sync_scope SELECT DISTINCT session_id FROM new_{name}")
         added = int(self._scalar(f"SELECT count(*) FROM new_{name}"))
-        self.con.execute(f'DROP TABLE new_{name}; DROP TABLE "{stage}"')
+        self.con.execute(f"DROP TABLE new_{name}")
         return added
-
-    def _copy_small(self, engine: Engine) -> int:
-        audit_rows = 0
-        for table in SMALL_TABLES:
-            self.con.execute(f'DELETE FROM "{table.name}"')
-            n = self._load(engine, table, None, table.name, lambda _n: None)
-            if table is tables.flag_audit:
-                audit_rows = n
-        return audit_rows
 
     def derive(self) -> None:
         """Recompute every derived table (flag periods, error follow-ups) from the mirrored ones."""
