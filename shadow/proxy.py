@@ -39,6 +39,7 @@ from shadow.schema import schema
 log = structlog.get_logger("shadow.proxy")
 
 DEFAULT_TIMEOUT: Final = 60.0
+DEFAULT_START_TIMEOUT: Final = 30.0
 CONNECTION_CLOSED: Final = -32000
 REQUEST_TIMEOUT: Final = -32001
 
@@ -177,10 +178,10 @@ class Upstream:
     """The child MCP server: started, restarted after it exits, called with a timeout."""
 
     def __init__(self, params: StdioServerParameters, *, timeout: float = DEFAULT_TIMEOUT,
-                 errlog: TextIO = sys.stderr) -> None:
-        if timeout <= 0:
-            raise ValueError(f"the timeout must be a positive number of seconds, not {timeout!r}")
-        self.params, self.timeout, self.errlog = params, timeout, errlog
+                 start_timeout: float = DEFAULT_START_TIMEOUT, errlog: TextIO = sys.stderr) -> None:
+        if timeout <= 0 or start_timeout <= 0:
+            raise ValueError(f"timeouts must be positive numbers of seconds, not {timeout!r}, {start_timeout!r}")
+        self.params, self.timeout, self.start_timeout, self.errlog = params, timeout, start_timeout, errlog
         self.starts = 0
         self._link: _Link | None = None
         self._lock = anyio.Lock()
@@ -221,8 +222,8 @@ class Upstream:
         if isinstance(exc, PermissionError):
             return f"the MCP server command {self.params.command!r} is not executable; check its path and mode"
         if isinstance(exc, TimeoutError):
-            return (f"`{command}` did not finish the MCP handshake within {self.timeout:g} s; check that it is a "
-                    "stdio MCP server, or raise --timeout")
+            return (f"`{command}` did not finish the MCP handshake within {self.start_timeout:g} s; check that it "
+                    "is a stdio MCP server, or raise --start-timeout")
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             return (f"`{command}` exited before it finished the MCP handshake; run it by itself to see its error "
                     "(its stderr is shown above)")
@@ -237,7 +238,7 @@ class Upstream:
                 async with anyio.create_task_group() as pumps:
                     pumps.start_soon(_pump, read, sink, dead)
                     async with ClientSession(source, write) as session:
-                        with anyio.fail_after(self.timeout):
+                        with anyio.fail_after(self.start_timeout):
                             init = await session.initialize()
                         link = _Link(session, init, anyio.Event(), dead)
                         task_status.started(link)
@@ -485,7 +486,8 @@ class ShadowProxy:
 
 async def serve(
     command: Sequence[str], *, name: str, rules: Rules | None = None, timeout: float = DEFAULT_TIMEOUT,
-    flags: FlagSource | None = None, env: Mapping[str, str] | None = None, errlog: TextIO = sys.stderr,
+    start_timeout: float = DEFAULT_START_TIMEOUT, flags: FlagSource | None = None,
+    env: Mapping[str, str] | None = None, errlog: TextIO = sys.stderr,
 ) -> None:
     """Run the proxy on this process's stdin and stdout until the client disconnects.
 
@@ -496,7 +498,7 @@ async def serve(
                               "shadow proxy --name files -- python server.py")
     params = StdioServerParameters(command=command[0], args=list(command[1:]),
                                    env=dict(env if env is not None else os.environ))
-    upstream = Upstream(params, timeout=timeout, errlog=errlog)
+    upstream = Upstream(params, timeout=timeout, start_timeout=start_timeout, errlog=errlog)
     try:
         async with anyio.create_task_group() as group:
             init = await upstream.start(group)

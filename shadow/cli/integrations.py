@@ -126,8 +126,10 @@ def proxy(
                                                      "session ids in the call log.")],
     rules: RulesOption = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", min=0.01, help="Seconds a call (and the child's start) may take before upstream_timeout.")]
-    = 60.0,
+        "--timeout", min=0.01, help="Seconds a call may take before it is answered as upstream_timeout.")] = 60.0,
+    start_timeout: Annotated[float, typer.Option(
+        "--start-timeout", min=0.01, help="Seconds the server may take to start and finish the MCP handshake.")]
+    = 30.0,
 ) -> None:
     """Serve a stdio MCP server's tools through shadow's flags, logging every call.
 
@@ -149,7 +151,7 @@ def proxy(
     loaded = _rules_or_fail(rules)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        anyio.run(lambda: serve(command, name=name, rules=loaded, timeout=timeout))
+        anyio.run(lambda: serve(command, name=name, rules=loaded, timeout=timeout, start_timeout=start_timeout))
     except ProxyStartError as exc:
         text = str(exc)
         bad_command = "was not found" in text or "is not executable" in text
