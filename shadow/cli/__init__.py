@@ -6,6 +6,7 @@ from shadow.cli._app import ExitCode, app, main
 
 # Each topic module adds its commands to ``app`` on import. Keep this list sorted.
 from shadow.cli import contract as _contract  # noqa: F401  # isort: skip
+from shadow.cli import dashboard as _dashboard  # noqa: F401  # isort: skip
 from shadow.cli import demo as _demo  # noqa: F401  # isort: skip
 from shadow.cli import db as _db  # noqa: F401  # isort: skip
 from shadow.cli import eval as _eval  # noqa: F401  # isort: skip
