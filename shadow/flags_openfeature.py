@@ -211,14 +211,14 @@ class OpenFeatureFlags:
             values = {"mode": mode, "percent": percent, "updated_at": now, "updated_by": who}
             if old is None:
                 insert = sqlite.insert if url.startswith("sqlite") else postgresql.insert
-                done = conn.execute(insert(flags).values(tool=tool, **values).on_conflict_do_nothing(
-                    index_elements=["tool"])).rowcount
+                statement: Any = insert(flags).values(tool=tool, **values).on_conflict_do_nothing(
+                    index_elements=["tool"])
             else:
-                done = conn.execute(flags.update().where(
+                statement = flags.update().where(
                     (flags.c.tool == tool) & (flags.c.mode == old[0]) & (flags.c.percent == old[1])
-                ).values(**values)).rowcount
-            if done != 1:
-                return  # a concurrent writer got there first
+                ).values(**values)
+            if conn.execute(statement.returning(flags.c.tool)).first() is None:
+                return  # a concurrent writer got there first (rowcount is not reliable for this on psycopg)
             conn.execute(audit.insert().values(
                 id=new_id(), tool=tool, old_mode=old[0] if old else None, old_percent=old[1] if old else None,
                 new_mode=mode, new_percent=percent, actor=who,
