@@ -290,3 +290,21 @@ def session_events(warehouse: Warehouse, session_id: str, *, limit: int = 500) -
         raise LookupError(f"the warehouse has no calls or marks of session {session_id!r}; pick one from "
                           "looped_sessions(warehouse), or run `shadow sync` if it is new")
     return tuple(SessionEvent(**r) for r in rows)
+
+
+def render_session(events: Sequence[SessionEvent], *, payloads: bool = True, width: int = 140) -> str:
+    """One session as a text table for a terminal or notebook: each call with its arm, outcome, code and what
+    followed it, identical repeats marked; under each error (``payloads``) what each arm would have served."""
+    head = ("#", "seq", "event", "tool", "arm", "outcome", "code", "next_action", "then", "repeat")
+    rows = [[str(i + 1), str(e.seq), e.kind, e.tool or "", e.variant or "", e.outcome or "", e.code or "",
+             e.next_action or "", e.follow_up or "", "same call again" if e.repeats_previous else ""]
+            for i, e in enumerate(events)]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
+    for event, row in zip(events, rows, strict=True):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if payloads and event.outcome == "error":
+            for label, value in (("legacy served", event.legacy_payload), ("structured", event.new_payload)):
+                shown = (value or "null").replace("\n", " ")
+                lines.append(f"      {label}: {shown[:width] + ' ...' if len(shown) > width else shown}")
+    return "\n".join(lines) + "\n"
