@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import queue
 import threading
@@ -66,6 +67,7 @@ class OpenFeatureFlags:
         self._idle = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
         self._warned: set[tuple[str, str]] = set()
+        self._at_exit = False
 
     # -- the hot path
 
@@ -149,6 +151,9 @@ class OpenFeatureFlags:
     def _enqueue(self, kind: str, subject: Any, detail: Any) -> None:
         with self._lock:
             self._busy += 1
+            if not self._at_exit:
+                atexit.register(self.flush, 5.0)  # audit rows still queued at exit are written, not lost
+                self._at_exit = True
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, name="shadow-openfeature", daemon=True)
                 self._thread.start()
