@@ -214,14 +214,17 @@ def _present(url: str, batch: Sequence[Record]) -> int:
     return found
 
 
-def import_files(
-    paths: Iterable[str | Path], url: str, options: ImportOptions, *, dry_run: bool = False,
+def read_files(paths: Iterable[str | Path], options: ImportOptions) -> list[ReadFile]:
+    """Parse every file; a whole file that cannot be read raises ``FormatError`` (nothing is written then)."""
+    return [read_file(path, options) for path in paths]
+
+
+def write(
+    reads: Sequence[ReadFile], url: str, options: ImportOptions, *, dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> Summary:
-    """Read every file first (a whole file that cannot be read raises ``FormatError`` before anything is
-    written), then write their records to the call log at ``url``; importing a file twice adds nothing."""
+    """Write the records of parsed files to the call log at ``url``; ``progress(1)`` after each conversation."""
     summary = Summary()
-    reads = [read_file(path, options) for path in paths]
     rules = options.effective_rules()
     store = SqlStore(url)
     if not dry_run:
@@ -238,12 +241,23 @@ def import_files(
     for read in reads:
         summary.files += 1
         summary.problems.extend(read.parsed.problems)
+        seen = summary.conversations
         for record in records(read, options, summary, rules):
             batch.append(record)
             if len(batch) >= BATCH:
                 flush()
-        if progress is not None:
-            progress(1)
+            if progress is not None and summary.conversations > seen:
+                progress(summary.conversations - seen)
+                seen = summary.conversations
     flush()
     summary.written -= summary.already_present
     return summary
+
+
+def import_files(
+    paths: Iterable[str | Path], url: str, options: ImportOptions, *, dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Summary:
+    """Read every file first (a whole file that cannot be read raises ``FormatError`` before anything is
+    written), then write their records to the call log at ``url``; importing a file twice adds nothing."""
+    return write(read_files(paths, options), url, options, dry_run=dry_run, progress=progress)

@@ -190,7 +190,7 @@ def import_command(
 
     Example: shadow import chats.jsonl --format openai --id-key thread.id --db-url sqlite:///shadow.db
     """
-    from shadow.importer import ImportOptions, import_files
+    from shadow.importer import ImportOptions, read_files, write
     from shadow.store import StoreUnavailable
 
     missing = [str(f) for f in files if not f.exists()]
@@ -200,9 +200,10 @@ def import_command(
                             _rules_or_fail(rules))
     url = db_url or settings().db_url
     try:
-        with typer.progressbar(length=len(files), label="importing", file=sys.stderr,
-                               hidden=len(files) < 2) as bar:
-            summary = import_files(files, url, options, dry_run=dry_run, progress=bar.update)
+        reads = read_files(files, options)
+        total = sum(len(read.parsed.conversations) for read in reads)
+        with typer.progressbar(length=total, label="importing", file=sys.stderr, hidden=total < 1000) as bar:
+            summary = write(reads, url, options, dry_run=dry_run, progress=bar.update)
     except FormatError as exc:
         fail(str(exc))
     except ValueError as exc:
