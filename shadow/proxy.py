@@ -369,16 +369,17 @@ class ShadowProxy:
 
     async def call_tool(self, _ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         """Forward the call; in the structured arm, answer with the structured payload instead."""
-        name, arguments = params.name, dict(params.arguments or {})
+        name, forwarded = params.name, params.arguments  # forwarded as the client sent them (None stays None)
+        arguments = dict(forwarded or {})
         started = self._begin(name)
         if started is None:
             try:
-                return await self.upstream.call_tool(name, arguments)
+                return await self.upstream.call_tool(name, forwarded)
             except (UpstreamUnavailable, UpstreamTimeout) as exc:
                 raise _as_mcp_error(exc) from None
         t0, p0 = clock.now_ns(), time.perf_counter_ns()
         try:
-            result = await self.upstream.call_tool(name, arguments)
+            result = await self.upstream.call_tool(name, forwarded)
         except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
             payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
             if payload is not None:
