@@ -132,7 +132,7 @@ def loop_rate_over_time(series: LoopSeries, changes: Sequence[FlagChange], *, ma
     for i, arm in enumerate(arms):
         mine = sorted((b for b in points if b.variant == arm), key=lambda b: b.start)
         colour, name = arm_colour(arm, i), text(arm)
-        xs = [b.start for b in mine]
+        xs = [_middle(series, b.start) for b in mine]  # a bucket's point sits in its middle, not at its start
         fig.add_trace(go.Scatter(x=xs, y=[b.ci_high for b in mine], mode="lines", line={"width": 0},
                                  legendgroup=name, showlegend=False, hoverinfo="skip", name=f"{name} 95% high"))
         fig.add_trace(go.Scatter(x=xs, y=[b.ci_low for b in mine], mode="lines", line={"width": 0}, fill="tonexty",
@@ -172,6 +172,13 @@ def loop_rate_over_time(series: LoopSeries, changes: Sequence[FlagChange], *, ma
                      rangemode="tozero")
     fig.update_xaxes(title_text=f"{series.unit} (UTC)")
     return fig
+
+
+def _middle(series: LoopSeries, start: dt.datetime) -> dt.datetime:
+    if series.unit == "month":
+        following = start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1, day=1)
+        return start + (following - start) / 2
+    return start + _unit_span(series) / 2
 
 
 def _unit_span(series: LoopSeries) -> dt.timedelta:
@@ -228,7 +235,7 @@ def before_after(tools: Sequence[ToolReport], readiness: Mapping[str, ToolReadin
             if rate is None or low is None or high is None or key not in _PERIOD_NAMES:
                 continue
             series.setdefault(key, []).append((labels[t.tool], errors, loops, rate, low, high))
-    for key in _PERIOD_NAMES:
+    for key in reversed(_PERIOD_NAMES):  # grouped markers stack upwards: "before" ends up on top
         rows = series.get(key)
         if not rows:
             continue
@@ -246,8 +253,9 @@ def before_after(tools: Sequence[ToolReport], readiness: Mapping[str, ToolReadin
         return _empty(fig, "No errors in this range yet: the loop rate needs errors.")
     fig.update_yaxes(categoryorder="array", categoryarray=[labels[t.tool] for t in reversed(tools)],
                      automargin=True)
-    fig.update_xaxes(title_text="loop rate", tickformat=".0%",
-                     rangemode="tozero")
+    highest = max(r[5] for rows in series.values() for r in rows)
+    fig.update_xaxes(title_text="loop rate", tickformat=".0%", range=[-0.02, min(1.02, highest + 0.05)])
+    fig.update_layout(legend={"traceorder": "reversed"})
     return fig
 
 
