@@ -228,7 +228,7 @@ def _check_source(engine: Engine, url: str) -> None:
     missing = [t.name for t in (*LOG_TABLES, *SMALL_TABLES) if t.name not in names]
     if missing:
         raise SourceError(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
-                          "with `shadow db upgrade`, or point SHADOW_DB_URL / --db at the store your tools log to")
+                          "with `shadow db upgrade`, or point SHADOW_DB_URL / --db-url at the store your tools log to")
 
 
 # --- the warehouse ------------------------------------------------------------------------------------------------

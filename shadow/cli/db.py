@@ -34,7 +34,7 @@ class Format(StrEnum):
 
 UrlOption = Annotated[
     str | None,
-    typer.Option("--url", help="Database URL; default: SHADOW_DB_URL, else sqlite:///shadow.db.", show_default=False),
+    typer.Option("--db-url", "--url", help="Database URL; default: SHADOW_DB_URL, else sqlite:///shadow.db.", show_default=False),
 ]
 FormatOption = Annotated[Format, typer.Option("--format", "-f", help="text or json.")]
 
@@ -63,7 +63,7 @@ def upgrade(
 ) -> None:
     """Create the call log's tables, or upgrade them to the newest schema (safe to run again; safe concurrently).
 
-    Example: shadow db upgrade --url postgresql+psycopg://agent@db.internal:5432/shadow
+    Example: shadow db upgrade --db-url postgresql+psycopg://agent@db.internal:5432/shadow
     """
     full, shown = _resolve(url)
     try:

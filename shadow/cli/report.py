@@ -52,7 +52,7 @@ class ByDimension(StrEnum):
 
 
 DbOption = Annotated[str | None, typer.Option(
-    "--db", help="Call-log URL (default: SHADOW_DB_URL, else sqlite:///shadow.db).", show_default=False)]
+    "--db-url", "--db", help="Call-log URL (default: SHADOW_DB_URL, else sqlite:///shadow.db).", show_default=False)]
 WarehouseOption = Annotated[Path | None, typer.Option(
     "--warehouse", help="DuckDB warehouse file (default: SHADOW_WAREHOUSE, else beside the SQLite store).",
     show_default=False, dir_okay=False)]
@@ -108,7 +108,7 @@ def sync(
 ) -> None:
     """Load new call-log rows into the DuckDB warehouse (incremental; --rebuild starts over).
 
-    Example: shadow sync --db postgresql+psycopg://agent@db:5432/shadow
+    Example: shadow sync --db-url postgresql+psycopg://agent@db:5432/shadow
     """
     result = _run_sync(db, warehouse, rebuild=rebuild, margin=margin)
     if fmt is SyncFormat.json:
