@@ -45,7 +45,7 @@ def _fresh(directory: Path) -> None:
 
 
 def run_demo(
-    directory: Path, *, sessions: int = 400, seed: int = 7, dashboard: bool = True,
+    directory: Path, *, sessions: int = 800, seed: int = 7, dashboard: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> DemoResult:
     """Run the whole loop on the embedded default in ``directory``; reproducible for a given ``seed``."""

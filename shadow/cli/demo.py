@@ -25,7 +25,7 @@ def demo(
                                             help="Where to write shadow.db, shadow.duckdb and cutover.html.")]
     = Path("shadow-demo"),
     sessions: Annotated[int, typer.Option("--sessions", "-n", min=1, max=200_000,
-                                          help="Simulated agent tasks (about 11 calls each).")] = 400,
+                                          help="Simulated agent tasks (about 10 calls each).")] = 800,
     seed: Annotated[int, typer.Option("--seed", help="Seed: the same seed gives the same traffic and report.")] = 7,
     fmt: Annotated[DemoFormat, typer.Option("--format", "-f", help="table or json (the report's JSON).")]
     = DemoFormat.table,
