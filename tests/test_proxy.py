@@ -71,7 +71,7 @@ def drive(command: Sequence[str], env: dict[str, str], steps: Sequence[tuple[str
     return anyio.run(_drive, command, env, steps, errlog)
 
 
-def proxy_command(*extra: str, timeout: float = 0.5) -> list[str]:
+def proxy_command(*extra: str, timeout: float = 20.0) -> list[str]:
     return [sys.executable, "-m", "shadow.cli", "proxy", "--name", "fx", "--timeout", str(timeout), *extra, "--",
             *FIXTURE]
 
@@ -112,15 +112,14 @@ def test_shadow_mode_passes_results_through_and_logs_the_structured_payload(dire
     rules = tmp_path / "team_rules.py"
     rules.write_text("import shadow\nRULES = shadow.Rules.empty().on_result('rate limit exceeded for', "
                      "'quota_exceeded')\n")
-    steps = [*DETERMINISTIC, ("rpc_error", {}), ("hang", {}), ("pid", {}), ("crash", {}), ("pid", {})]
+    steps = [*DETERMINISTIC, ("rpc_error", {}), ("pid", {}), ("crash", {}), ("pid", {})]
     seen = drive(proxy_command("--rules", str(rules)), environment(tmp_path, "*=shadow"), steps,
                  tmp_path / "err.log")
     served = [dump(r) for r in seen.results]
     assert served[:len(DETERMINISTIC)] == direct  # content, isError and structuredContent unchanged
     assert served[8] == ("jsonrpc-error", -32603, "database exploded")  # the child's JSON-RPC error, as it was
-    assert served[9] == ("jsonrpc-error", -32001, "Request 'tools/call' timed out")
-    assert served[11] == ("jsonrpc-error", -32000, "Connection closed")
-    assert seen.results[10].structured_content != seen.results[12].structured_content  # a restarted child
+    assert served[10] == ("jsonrpc-error", -32000, "Connection closed")
+    assert seen.results[9].structured_content != seen.results[11].structured_content  # a restarted child
     assert starts(tmp_path) == 2
     assert all(t.output_schema != schema() and "error.next_action" not in (t.description or "") for t in seen.tools)
 
@@ -135,10 +134,9 @@ def test_shadow_mode_passes_results_through_and_logs_the_structured_payload(dire
         (7, "boom", "error", "internal_error", "mcp:crash"),
         (8, "nope", "error", "not_found", "mcp:unknown-tool"),
         (9, "rpc_error", "error", "upstream_unavailable", "jsonrpc:error"),
-        (10, "hang", "error", "upstream_timeout", "proxy:timeout"),
-        (11, "pid", "ok", None, None),
-        (12, "crash", "error", "upstream_unavailable", "proxy:unavailable"),
-        (13, "pid", "ok", None, None),
+        (10, "pid", "ok", None, None),
+        (11, "crash", "error", "upstream_unavailable", "proxy:unavailable"),
+        (12, "pid", "ok", None, None),
     ]
     assert {(c["mode"], c["variant"], c["source"]) for c in calls} == {("shadow", "legacy", "proxy")}
     assert len({c["session_id"] for c in calls}) == 1 and calls[0]["session_id"].startswith("mcp-fx-")
@@ -149,12 +147,12 @@ def test_shadow_mode_passes_results_through_and_logs_the_structured_payload(dire
         assert_valid_payload(call["new_payload"])
         assert_no_leak(call["new_payload"], secrets=["hunter2", "/srv/app/boom.py"])
     [end] = logged(tmp_path, tables.marks)
-    assert (end["seq"], end["kind"], end["source"], end["session_id"]) == (14, "end", "proxy", calls[0]["session_id"])
+    assert (end["seq"], end["kind"], end["source"], end["session_id"]) == (13, "end", "proxy", calls[0]["session_id"])
 
 
-def test_cutover_serves_the_structured_payload_and_keeps_serving_after_a_hang_and_a_crash(tmp_path: Path) -> None:
+def test_cutover_serves_the_structured_payload_and_keeps_serving_after_a_crash(tmp_path: Path) -> None:
     steps = [("add", {"a": 1, "b": 2}), INVALID_ADD, ("find_user", {"user_id": "7"}), ("book", {"slot": "9am"}),
-             ("boom", {}), ("nope", {}), ("rpc_error", {}), ("hang", {}), ("add", {"a": 2, "b": 2}), ("pid", {}),
+             ("boom", {}), ("nope", {}), ("rpc_error", {}), ("add", {"a": 2, "b": 2}), ("pid", {}),
              ("crash", {}), ("pid", {})]
     seen = drive(proxy_command(), environment(tmp_path, "*=cutover"), steps, tmp_path / "err.log")
     paragraph = describe().strip()
@@ -173,17 +171,37 @@ def test_cutover_serves_the_structured_payload_and_keeps_serving_after_a_hang_an
         payloads.append(payload)
     codes = [p["error"]["code"] if not p["ok"] else None for p in payloads]
     assert codes == [None, "validation_error", "not_found", "rate_limited", "internal_error", "not_found",
-                     "upstream_unavailable", "upstream_timeout", None, None, "upstream_unavailable", None]
-    assert payloads[0]["data"] == {"result": 3} and payloads[8]["data"] == {"result": 4}
+                     "upstream_unavailable", None, None, "upstream_unavailable", None]
+    assert payloads[0]["data"] == {"result": 3} and payloads[7]["data"] == {"result": 4}
     assert payloads[1]["error"]["context"] == {"field": "b", "problem": "Field required"}
-    assert payloads[7]["error"]["retryable"] is True  # hang is read-only, so a retry is safe
-    assert payloads[9]["data"] != payloads[11]["data"]
+    assert payloads[9]["error"]["retryable"] is True  # crash is read-only, so a retry is safe
+    assert payloads[8]["data"] != payloads[10]["data"]
     assert starts(tmp_path) == 2
 
     calls = logged(tmp_path)
     assert [c["code"] for c in calls] == codes
     assert {(c["mode"], c["variant"]) for c in calls} == {("cutover", "structured")}
     assert [c["new_payload"] for c in calls] == payloads
+
+
+@pytest.mark.parametrize("mode", ["shadow", "cutover"])
+def test_a_call_that_hangs_is_answered_at_the_timeout_and_the_proxy_keeps_serving(mode: str, tmp_path: Path) -> None:
+    steps = [("add", {"a": 1, "b": 1}), ("hang", {}), ("add", {"a": 2, "b": 2})]
+    seen = drive(proxy_command(timeout=1.5), environment(tmp_path, f"*={mode}"), steps, tmp_path / "err.log")
+    hung, after = seen.results[1], seen.results[2]
+    if mode == "shadow":
+        assert dump(hung) == ("jsonrpc-error", -32001, "Request 'tools/call' timed out")
+        assert isinstance(after, mcp_types.CallToolResult) and after.structured_content == {"result": 4}
+    else:
+        assert isinstance(hung, mcp_types.CallToolResult) and hung.is_error
+        payload = hung.structured_content
+        assert payload is not None and payload["error"]["code"] == "upstream_timeout"
+        assert payload["error"]["retryable"] is True  # hang is read-only, so a retry is safe
+        assert isinstance(after, mcp_types.CallToolResult) and after.structured_content == {"ok": True,
+                                                                                             "data": {"result": 4}}
+    assert starts(tmp_path) == 1  # a hang does not restart the child
+    assert [(c["tool"], c["code"], c["rule"]) for c in logged(tmp_path)] == [
+        ("add", None, None), ("hang", "upstream_timeout", "proxy:timeout"), ("add", None, None)]
 
 
 def test_legacy_mode_forwards_everything_and_logs_nothing(direct: list[Any], tmp_path: Path) -> None:
