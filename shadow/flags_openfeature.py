@@ -12,15 +12,20 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
-from openfeature import api
-from openfeature.client import OpenFeatureClient
-from openfeature.evaluation_context import EvaluationContext
 from sqlalchemy import Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from shadow import db, sessions, tables
 from shadow.flags import KILL_SWITCH, LEGACY, FlagState, Mode, default_actor, parse_mode
 from shadow.ids import new_id
+
+try:
+    from openfeature import api
+    from openfeature.client import OpenFeatureClient
+    from openfeature.evaluation_context import EvaluationContext
+except ImportError as missing:  # pragma: no cover - depends on the environment
+    raise ImportError(f"shadow.flags_openfeature needs the OpenFeature SDK ({missing}); install it with: "
+                      "pip install 'shadow-errors[openfeature]'") from missing
 
 log = structlog.get_logger("shadow.flags_openfeature")
 

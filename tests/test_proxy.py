@@ -252,3 +252,10 @@ def test_a_command_that_does_not_start_as_an_mcp_server_is_reported(child: list[
     assert done.returncode == code, done.stderr
     assert message in done.stderr
     assert done.stdout == ""  # stdout is the MCP wire: nothing else may ever be written there
+
+
+def test_without_the_mcp_sdk_the_command_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "shadow.proxy", None)  # as if `import mcp` failed inside it
+    result = runner.invoke(app, ["proxy", "--name", "fx", "--", *FIXTURE])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'shadow-errors[mcp]'" in result.output

@@ -140,9 +140,12 @@ def proxy(
 
     Example: shadow proxy --name files --timeout 30 -- python -m my_mcp_server --root ./docs
     """
-    import anyio
+    try:
+        import anyio
 
-    from shadow.proxy import ProxyStartError, serve
+        from shadow.proxy import ProxyStartError, serve
+    except ImportError as exc:
+        fail(f"shadow proxy needs the MCP SDK ({exc}); install it with: pip install 'shadow-errors[mcp]'")
 
     if not _NAME.match(name):
         fail(f"--name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', for example --name files")
