@@ -237,6 +237,8 @@ def response_error(
 
 def _response_body(response: object) -> object:
     """A response's JSON body (or text) when small and already read; None otherwise (never reads a stream)."""
+    if getattr(response, "_content", None) is False:
+        return None  # a streamed requests.Response: .content would read the network
     try:
         content = getattr(response, "content", None)
     except Exception:  # httpx raises ResponseNotRead for a streamed body

@@ -379,3 +379,26 @@ def test_jsonrpc_errors_map_by_code(rpc: int, code: str) -> None:
     assert outcome.error is not None and outcome.error.code.value == code
     assert outcome.error.context == {"jsonrpc_code": rpc}
     assert_no_leak(outcome.payload, secrets=[SECRET])
+
+
+def test_a_streamed_body_is_never_read() -> None:
+    reads: list[object] = []
+
+    class Raw:
+        def read(self, *args: object, **_kwargs: object) -> bytes:
+            reads.append(args)
+            return b""
+
+        def stream(self, *args: object, **_kwargs: object) -> Iterator[bytes]:
+            reads.append(args)
+            yield b'{"error": "quota"}'
+
+    response = requests.Response()
+    response.status_code = 503
+    response.headers = CaseInsensitiveDict({"Retry-After": "1"})
+    response.raw = Raw()  # _content stays False: an unread stream
+    assert code_of(requests.HTTPError("503", response=response))[2] == {"status": 503, "retry_after_ms": 1000}
+    assert reads == []
+    request = httpx.Request("GET", "https://api.example.com/")
+    streamed = httpx.Response(502, request=request, stream=httpx.ByteStream(b'{"error": "x"}'))
+    assert code_of(httpx.HTTPStatusError("502", request=request, response=streamed))[0] == "upstream_unavailable"
