@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shadow import logs as _logs
-from shadow import tokens
+from shadow import normalize, tokens
 from shadow.adapter import tool
 from shadow.codes import CODE_TABLE, Code, CodeSpec, NextAction
 from shadow.config import configure
@@ -41,6 +41,7 @@ __all__ = [
     "guard",
     "is_valid",
     "mark",
+    "normalize",
     "run_tool",
     "schema",
     "session",
