@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli.report import WarehouseOption, _errors_to_exit, _run_sync, _time
+from shadow.cli.report import DbOption, WarehouseOption, _errors_to_exit, _run_sync, _time
 from shadow.warehouse import DEFAULT_MARGIN, Warehouse, WarehouseError
 
 
@@ -19,10 +19,6 @@ class DashboardFormat(StrEnum):
 
     text = "text"
     json = "json"
-
-
-DbUrlOption = Annotated[str | None, typer.Option(
-    "--db-url", "--db", help="Call-log URL (default: SHADOW_DB_URL, else sqlite:///shadow.db).", show_default=False)]
 
 
 @app.command()
@@ -34,7 +30,7 @@ def dashboard(
         "--since", help="From this UTC date or time (inclusive), e.g. 2025-03-01.")] = None,
     subtitle: Annotated[str | None, typer.Option(
         "--subtitle", help="A plain statement shown at the top, e.g. 'staging fleet, week 12'.")] = None,
-    db_url: DbUrlOption = None,
+    db_url: DbOption = None,
     warehouse: WarehouseOption = None,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Draw the warehouse as it is.")] = False,
     serve: Annotated[bool, typer.Option("--serve", help="Then serve the page until Ctrl-C.")] = False,
