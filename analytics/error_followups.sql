@@ -18,114 +18,116 @@
 --   * For a validation_error naming a field (error_field), a repair changed the field when the per-argument
 --     fingerprint of that field differs. The field is looked up as named, else by its top-level part
 --     ('items[0].date' and 'address.zip' name the arguments 'items' and 'address').
-WITH scoped_calls AS (
+WITH scoped_calls AS NOT MATERIALIZED (
     SELECT id, session_id, seq, ts, tool, mode, variant, fingerprint, arg_hashes, outcome, code, retryable,
            retry_after_ms, error_field, unmapped, schema_valid
     FROM calls
     WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
 ),
-scoped_marks AS (
+scoped_marks AS NOT MATERIALIZED (
     SELECT id, session_id, seq, kind
     FROM marks
     WHERE kind IN ('user_turn', 'end')
       AND ($all_sessions OR session_id IN (SELECT session_id FROM sync_scope))
 ),
--- Calls and marks as one ordered stream per session (marks carry no call columns).
+-- Calls and marks as one ordered stream per session, narrowed to what the windows need (call columns are NULL
+-- on marks, so "IGNORE NULLS" steps over marks to the neighbouring call).
 events AS (
-    SELECT session_id, seq, 0 AS is_mark, id, NULL AS kind, ts, tool, mode, variant, fingerprint, arg_hashes,
-           outcome, code, retryable, retry_after_ms, error_field, unmapped, schema_valid
+    SELECT session_id, seq, 0 AS is_mark, id, id AS call_id, NULL AS kind, ts, tool, fingerprint,
+           outcome = 'error' AS is_error
     FROM scoped_calls
     UNION ALL
-    SELECT session_id, seq, 1 AS is_mark, id, kind, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT session_id, seq, 1 AS is_mark, id, NULL, kind, NULL, NULL, NULL, NULL
     FROM scoped_marks
 ),
--- For each event: the first event after it, and how many marks came up to it (to find marks between two calls).
 stream AS (
     SELECT *,
-           LEAD(is_mark) OVER w AS next_is_mark,
+           LEAD(is_mark) OVER w AS next_is_mark,                          -- the first event after this one
            LEAD(kind) OVER w AS next_kind,
-           SUM(is_mark) OVER w AS marks_so_far
+           LEAD(call_id IGNORE NULLS) OVER w AS next_call_id,            -- the next call, marks skipped
+           LEAD(tool IGNORE NULLS) OVER w AS next_tool,
+           LEAD(fingerprint IGNORE NULLS) OVER w AS next_fingerprint,
+           LEAD(ts IGNORE NULLS) OVER w AS next_ts,
+           LAG(tool IGNORE NULLS) OVER w AS prev_tool,                    -- the previous call
+           LAG(fingerprint IGNORE NULLS) OVER w AS prev_fingerprint,
+           SUM(1 - is_mark) OVER w AS call_pos,                           -- 1, 2, ... over calls only
+           SUM(1 - is_mark) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n_calls
     FROM events
     WINDOW w AS (PARTITION BY session_id ORDER BY seq, is_mark, id)
 ),
--- Calls only, in order, with the next call and runs of identical calls (same tool and fingerprint).
-call_order AS (
-    SELECT *,
-           ROW_NUMBER() OVER w AS pos,
-           COUNT(*) OVER (PARTITION BY session_id) AS n_calls,
-           LEAD(id) OVER w AS next_id,
-           LEAD(tool) OVER w AS next_tool,
-           LEAD(fingerprint) OVER w AS next_fingerprint,
-           LEAD(ts) OVER w AS next_ts,
-           LEAD(arg_hashes) OVER w AS next_arg_hashes,
-           LEAD(marks_so_far) OVER w AS next_marks_so_far,
-           -- a run of identical calls starts where the call differs from the one before it
-           CASE WHEN LAG(tool) OVER w IS NOT DISTINCT FROM tool
-                 AND LAG(fingerprint) OVER w IS NOT DISTINCT FROM fingerprint
-                THEN 0 ELSE 1 END AS starts_run
-    FROM stream
-    WHERE is_mark = 0
-    WINDOW w AS (PARTITION BY session_id ORDER BY seq, id)
-),
+-- Runs of identical calls (same tool and fingerprint): a run starts where a call differs from the call before.
 runs AS (
     SELECT *,
-           -- position of the next call that starts a new run (the end of this call's run)
-           MIN(CASE WHEN starts_run = 1 THEN pos END) OVER (
-               PARTITION BY session_id ORDER BY pos ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING
+           MIN(CASE WHEN starts_run THEN call_pos END) OVER (
+               PARTITION BY session_id ORDER BY call_pos ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING
            ) AS next_run_start
-    FROM call_order
+    FROM (
+        SELECT session_id, call_id, is_error, call_pos, n_calls, next_is_mark, next_kind, next_call_id,
+               next_tool, next_fingerprint, next_ts,
+               NOT (prev_tool IS NOT DISTINCT FROM tool AND prev_fingerprint IS NOT DISTINCT FROM fingerprint)
+                   AS starts_run
+        FROM stream
+        WHERE is_mark = 0
+    ) AS calls_only
 ),
 errors AS (
-    SELECT *,
-           next_id IS NOT NULL AND next_tool = tool AND next_fingerprint = fingerprint AS looped,
-           CASE WHEN error_field IS NULL THEN NULL
-                WHEN arg_hashes IS NOT NULL
-                     AND map_contains(CAST(arg_hashes AS MAP(VARCHAR, VARCHAR)), error_field) THEN error_field
-                ELSE regexp_extract(error_field, '^[^.\[]+')
+    SELECT c.*, r.next_is_mark, r.next_kind, r.next_call_id, r.next_tool, r.next_ts, r.call_pos, r.n_calls,
+           r.next_run_start,
+           r.next_call_id IS NOT NULL AND r.next_tool = c.tool AND r.next_fingerprint = c.fingerprint AS looped,
+           CASE WHEN c.error_field IS NULL THEN NULL
+                WHEN c.arg_hashes IS NOT NULL
+                     AND map_contains(CAST(c.arg_hashes AS MAP(VARCHAR, VARCHAR)), c.error_field) THEN c.error_field
+                ELSE regexp_extract(c.error_field, '^[^.\[]+')
            END AS field_key
-    FROM runs
-    WHERE outcome = 'error'
+    FROM runs AS r
+    JOIN scoped_calls AS c ON c.id = r.call_id AND c.outcome = 'error'
+    WHERE r.is_error
+),
+-- A repair after a validation_error naming a field: the next call's per-argument fingerprints, to compare.
+named_repairs AS (
+    SELECT e.id, e.field_key, e.arg_hashes, n.arg_hashes AS next_arg_hashes
+    FROM errors AS e
+    JOIN scoped_calls AS n ON n.id = e.next_call_id
+    WHERE e.code = 'validation_error' AND e.error_field IS NOT NULL AND e.next_is_mark = 0
+      AND NOT e.looped AND e.next_tool = e.tool
 )
 SELECT
-    id,
-    session_id,
-    seq,
-    ts,
-    tool,
-    mode,
-    variant,
-    code,
-    retryable,
-    retry_after_ms,
-    error_field,
-    unmapped,
-    schema_valid,
+    e.id,
+    e.session_id,
+    e.seq,
+    e.ts,
+    e.tool,
+    e.mode,
+    e.variant,
+    e.code,
+    e.retryable,
+    e.retry_after_ms,
+    e.error_field,
+    e.unmapped,
+    e.schema_valid,
     CASE
-        WHEN next_is_mark IS NULL THEN 'nothing'
-        WHEN next_is_mark = 1 THEN CASE WHEN next_kind = 'end' THEN 'end' ELSE 'user_turn' END
-        WHEN looped THEN 'repeat'
-        WHEN next_tool = tool THEN 'repair'
+        WHEN e.next_is_mark IS NULL THEN 'nothing'
+        WHEN e.next_is_mark = 1 THEN CASE WHEN e.next_kind = 'end' THEN 'end' ELSE 'user_turn' END
+        WHEN e.looped THEN 'repeat'
+        WHEN e.next_tool = e.tool THEN 'repair'
         ELSE 'other_tool'
     END AS follow_up,
-    looped,
-    looped AND next_marks_so_far = marks_so_far AS back_to_back,
-    CAST(CASE WHEN looped THEN COALESCE(next_run_start, n_calls + 1) - pos - 1 ELSE 0 END AS INTEGER)
+    e.looped,
+    -- the next event is the next call exactly when no mark lies between the two
+    e.looped AND e.next_is_mark = 0 AS back_to_back,
+    CAST(CASE WHEN e.looped THEN COALESCE(e.next_run_start, e.n_calls + 1) - e.call_pos - 1 ELSE 0 END AS INTEGER)
         AS loop_length,
-    looped AND COALESCE(retryable, false) AS justified_retry,
-    CASE WHEN next_id IS NOT NULL THEN date_diff('microsecond', ts, next_ts) // 1000 END AS ms_to_next_call,
-    CASE WHEN looped AND COALESCE(retryable, false) AND retry_after_ms IS NOT NULL
-         THEN date_diff('microsecond', ts, next_ts) >= retry_after_ms * 1000
+    e.looped AND COALESCE(e.retryable, false) AS justified_retry,
+    CASE WHEN e.next_call_id IS NOT NULL THEN date_diff('microsecond', e.ts, e.next_ts) // 1000 END
+        AS ms_to_next_call,
+    CASE WHEN e.looped AND COALESCE(e.retryable, false) AND e.retry_after_ms IS NOT NULL
+         THEN date_diff('microsecond', e.ts, e.next_ts) >= e.retry_after_ms * 1000
     END AS waited_retry_after,
-    CASE WHEN code = 'validation_error' AND error_field IS NOT NULL AND next_is_mark = 0
-              AND NOT looped AND next_tool = tool
-         THEN field_key
-    END AS repair_field,
-    CASE WHEN code = 'validation_error' AND error_field IS NOT NULL AND next_is_mark = 0
-              AND NOT looped AND next_tool = tool
-              AND arg_hashes IS NOT NULL AND next_arg_hashes IS NOT NULL
-         THEN CAST(arg_hashes AS MAP(VARCHAR, VARCHAR))[field_key]
-              IS DISTINCT FROM CAST(next_arg_hashes AS MAP(VARCHAR, VARCHAR))[field_key]
+    nr.field_key AS repair_field,
+    CASE WHEN nr.arg_hashes IS NOT NULL AND nr.next_arg_hashes IS NOT NULL
+         THEN CAST(nr.arg_hashes AS MAP(VARCHAR, VARCHAR))[nr.field_key]
+              IS DISTINCT FROM CAST(nr.next_arg_hashes AS MAP(VARCHAR, VARCHAR))[nr.field_key]
     END AS repair_field_changed,
-    next_id AS next_call_id
-FROM errors
+    e.next_call_id
+FROM errors AS e
+LEFT JOIN named_repairs AS nr ON nr.id = e.id

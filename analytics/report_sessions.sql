@@ -1,18 +1,43 @@
--- report_sessions: the distinct shapes of sessions per arm, for the seeded session-level bootstrap.
+-- report_sessions: the shapes of sessions: how many errors and loops each had in each arm, per tool and pooled,
+-- over all its errors and over those made during a randomised split.
 --
--- Reads:  error_followups.
+-- Reads:  error_followups, flag_periods.
 -- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
--- Returns (variant, errors, loops, sessions): how many sessions had exactly that many errors and loops in that
--- arm. Resampling these patterns is the same as resampling sessions, at a cost that does not grow with traffic.
-WITH per_session AS (
-    SELECT variant, session_id, count(*) AS errors, count(*) FILTER (WHERE looped) AS loops
-    FROM error_followups
-    WHERE ($tool IS NULL OR tool = $tool)
-      AND ($since IS NULL OR ts >= $since)
-      AND ($until IS NULL OR ts < $until)
-    GROUP BY variant, session_id
+-- Returns (tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
+-- split_loops_b, sessions): how many sessions had exactly that shape. Arm a is legacy, arm b structured;
+-- all_tools rows pool every tool (a session is then one cluster across tools). "split" counts only errors made
+-- while the tool's flag split sessions between the arms (mode 'cutover' with 0 < percent < 100): a randomised
+-- comparison. Errors cluster within sessions; these shapes are what the cluster-robust intervals, the seeded
+-- session bootstrap (resampling shapes is resampling sessions) and the two-arm test need.
+WITH filtered AS (
+    SELECT e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
+           EXISTS (
+               SELECT 1 FROM flag_periods AS p
+               WHERE p.randomised AND p.tool = e.tool AND e.ts >= p.starts_at
+                 AND (p.ends_at IS NULL OR e.ts < p.ends_at)
+           ) AS in_split
+    FROM error_followups AS e
+    WHERE ($tool IS NULL OR e.tool = $tool)
+      AND ($since IS NULL OR e.ts >= $since)
+      AND ($until IS NULL OR e.ts < $until)
+),
+per_session AS (
+    SELECT
+        tool, session_id,
+        GROUPING(tool) = 1 AS all_tools,
+        count(*) FILTER (WHERE NOT in_b) AS errors_a,
+        count(*) FILTER (WHERE NOT in_b AND looped) AS loops_a,
+        count(*) FILTER (WHERE in_b) AS errors_b,
+        count(*) FILTER (WHERE in_b AND looped) AS loops_b,
+        count(*) FILTER (WHERE in_split AND NOT in_b) AS split_errors_a,
+        count(*) FILTER (WHERE in_split AND NOT in_b AND looped) AS split_loops_a,
+        count(*) FILTER (WHERE in_split AND in_b) AS split_errors_b,
+        count(*) FILTER (WHERE in_split AND in_b AND looped) AS split_loops_b
+    FROM filtered
+    GROUP BY GROUPING SETS ((tool, session_id), (session_id))
 )
-SELECT variant, errors, loops, count(*) AS sessions
+SELECT tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
+       split_loops_b, count(*) AS sessions
 FROM per_session
-GROUP BY variant, errors, loops
-ORDER BY variant, errors, loops
+GROUP BY ALL
+ORDER BY ALL

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -17,31 +17,35 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
-    ColumnElement,
     DateTime,
     Engine,
     Integer,
     String,
     Table,
     Text,
-    bindparam,
-    cast,
-    func,
-    inspect,
-    select,
-    type_coerce,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow import db, sql, tables
 from shadow.config import settings
+from shadow.warehouse_source import (
+    SourceError,
+    WarehouseError,
+    batches,
+    check_source,
+    count_rows,
+    display_url,
+    oldest_writer,
+)
+
+__all__ = [
+    "DEFAULT_MARGIN", "DEFAULT_MEMORY_LIMIT", "ExportResult", "Progress", "SourceError", "SyncResult", "Warehouse",
+    "WarehouseError", "display_url", "export_parquet", "sync",
+]
 
 #: Rows re-read before the watermark on every sync. A row whose transaction commits later than this after its
 #: insert time could be missed; on PostgreSQL the oldest open writing transaction moves the watermark back too.
 DEFAULT_MARGIN: Final = dt.timedelta(minutes=5)
-#: Rows moved per batch from the call log into DuckDB.
-BATCH_ROWS: Final = 50_000
 #: DuckDB's memory cap for warehouse work (it spills to disk beyond it).
 DEFAULT_MEMORY_LIMIT: Final = "1GB"
 
@@ -55,14 +59,6 @@ STATE_TABLE: Final = "_shadow_sync"
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(rows_done, rows_total)`` while rows move."""
-
-
-class WarehouseError(Exception):
-    """The warehouse cannot do what was asked; the message says how to fix it."""
-
-
-class SourceError(WarehouseError):
-    """The call log cannot be read; the message says how to fix it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,100 +131,6 @@ def models_hash() -> str:
     """A hash of the derived tables' SQL: a change recomputes them from the warehouse (no re-read)."""
     text = ";".join(sql.load(name) for name in DERIVED)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def display_url(url: str) -> str:
-    """``url`` without its password, for messages and the warehouse's record of its source."""
-    return make_url(db.normalise_url(url)).render_as_string(hide_password=True)
-
-
-# --- reading the call log -------------------------------------------------------------------------------------
-
-
-def _source_columns(table: Table, dialect: str) -> list[ColumnElement[Any]]:
-    """Columns as text or plain numbers, so that no driver or SQLAlchemy parsing happens per value."""
-    out: list[ColumnElement[Any]] = []
-    for c in table.columns:
-        if isinstance(c.type, DateTime):
-            if dialect == "postgresql":
-                out.append(cast(func.timezone("UTC", c), Text))
-            else:
-                out.append(type_coerce(c, Text))
-        elif isinstance(c.type, JSON):
-            out.append(cast(c, Text) if dialect == "postgresql" else type_coerce(c, Text))
-        elif isinstance(c.type, Boolean) and dialect != "postgresql":
-            out.append(type_coerce(c, Integer))
-        else:
-            out.append(c)
-    return out
-
-
-def _lower_param(lower: dt.datetime | None, dialect: str) -> Any:
-    if lower is None:
-        return None
-    if dialect == "postgresql":
-        return lower.replace(tzinfo=dt.UTC)
-    # SQLite keeps times as text ('YYYY-MM-DD HH:MM:SS[.ffffff]'); a bound floored to the whole second compares
-    # at or below every stored time of that second or later, whatever fraction they carry.
-    return lower.replace(microsecond=0).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _where(table: Table, dialect: str) -> ColumnElement[bool]:
-    column = table.c.inserted_at
-    if dialect == "postgresql":
-        return column >= bindparam("lower", type_=DateTime(timezone=True))
-    return type_coerce(column, Text) >= bindparam("lower", type_=Text)
-
-
-def _oldest_writer(engine: Engine) -> dt.datetime | None:
-    """PostgreSQL: the start of the oldest open transaction that has written (its rows carry that insert time)."""
-    if engine.dialect.name != "postgresql":
-        return None
-    query = (
-        "SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() "
-        "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL"
-    )
-    with engine.connect() as conn:
-        found = conn.exec_driver_sql(query).scalar()
-    if found is None:
-        return None
-    assert isinstance(found, dt.datetime)
-    return found.astimezone(dt.UTC).replace(tzinfo=None)
-
-
-def _count(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
-    dialect = engine.dialect.name
-    stmt = select(func.count()).select_from(table)
-    params: dict[str, Any] = {}
-    if lower is not None:
-        stmt = stmt.where(_where(table, dialect))
-        params["lower"] = _lower_param(lower, dialect)
-    with engine.connect() as conn:
-        return int(conn.execute(stmt, params).scalar_one())
-
-
-def _batches(engine: Engine, table: Table, lower: dt.datetime | None) -> Iterator[Sequence[Sequence[Any]]]:
-    dialect = engine.dialect.name
-    stmt = select(*_source_columns(table, dialect))
-    params: dict[str, Any] = {}
-    if lower is not None:
-        stmt = stmt.where(_where(table, dialect))
-        params["lower"] = _lower_param(lower, dialect)
-    with engine.connect() as conn:
-        result = conn.execution_options(stream_results=True, yield_per=BATCH_ROWS).execute(stmt, params)
-        yield from result.partitions()
-
-
-def _check_source(engine: Engine, url: str) -> None:
-    try:
-        names = set(inspect(engine).get_table_names())
-    except SQLAlchemyError as exc:
-        raise SourceError(f"cannot read the call log at {display_url(url)}: {type(exc).__name__}; check the "
-                          "URL (SHADOW_DB_URL or --db) and that the database is running") from None
-    missing = [t.name for t in (*LOG_TABLES, *SMALL_TABLES) if t.name not in names]
-    if missing:
-        raise SourceError(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
-                          "with `shadow db upgrade`, or point SHADOW_DB_URL / --db-url at the store your tools log to")
 
 
 # --- the warehouse ------------------------------------------------------------------------------------------------
@@ -356,7 +258,7 @@ class Warehouse:
         started = time.perf_counter()
         url = db.normalise_url(url or settings().db_url)
         engine = db.engine(url)
-        _check_source(engine, url)
+        check_source(engine, url, (*LOG_TABLES, *SMALL_TABLES))
         state = self.state()
         if not rebuild and state and state.get("source") != display_url(url):
             raise WarehouseError(f"the warehouse {self.path} was built from {state.get('source')}, not "
@@ -367,8 +269,8 @@ class Warehouse:
                                  "`shadow sync --rebuild`")
         full = rebuild or not state or not self.is_synced()
         bounds = {t.name: _parse_ts(state.get(f"lower.{t.name}")) for t in LOG_TABLES} if not full else {}
-        oldest = _oldest_writer(engine)
-        totals = {t.name: _count(engine, t, bounds.get(t.name)) for t in LOG_TABLES}
+        oldest = oldest_writer(engine)
+        totals = {t.name: count_rows(engine, t, bounds.get(t.name)) for t in LOG_TABLES}
         grand_total = sum(totals.values())
         done = 0
         if progress:
@@ -438,7 +340,7 @@ class Warehouse:
         insert = f'INSERT INTO "{target}" ' + _from_batch(table, "_batch")
         n = 0
         try:
-            for part in _batches(engine, table, lower):
+            for part in batches(engine, table, lower):
                 if not part:
                     continue
                 columns = list(zip(*part, strict=True))

@@ -19,7 +19,8 @@ from shadow.cli import app
 from shadow.flags import bucket
 from shadow.ids import new_id
 from shadow.records import CallRecord, MarkRecord
-from shadow.report import UnknownToolError, loop_rate_report, parse_time, render_csv, render_table
+from shadow.report import UnknownToolError, loop_rate_report, parse_time
+from shadow.report_render import render_csv, render_table
 from shadow.store import SqlStore
 from shadow.warehouse import Warehouse
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from shadow import report as loop_report
-from shadow import stats
+from shadow import report_render, stats
 from shadow.cli._app import ExitCode, app, fail
 from shadow.warehouse import DEFAULT_MARGIN, Progress, SourceError, SyncResult, Warehouse, WarehouseError
 
@@ -186,6 +186,6 @@ def loop_rate(
     if fmt is OutputFormat.json:
         typer.echo(result.to_json())
     elif fmt is OutputFormat.csv:
-        typer.echo(loop_report.render_csv(result, by.value), nl=False)
+        typer.echo(report_render.render_csv(result, by.value), nl=False)
     else:
-        typer.echo(loop_report.render_table(result, by.value), nl=False)
+        typer.echo(report_render.render_table(result, by.value), nl=False)
