@@ -131,3 +131,25 @@ def _hostile_records(url: str, end_ns: int) -> int:
     ]
     SqlStore(url).write(records)
     return len(records)
+
+
+def successes_only(directory: Path, calls: int = 30) -> Store:
+    """A log whose calls all succeeded (no errors at all), synced."""
+    directory.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{directory / 'shadow.db'}"
+    migrate.ensure(url)
+    records = [
+        CallRecord(
+            id=new_id(), session_id=f"s{i // 5}", seq=i % 5 + 1, ts=START + dt.timedelta(minutes=i), tool=PLAIN_TOOL,
+            mode="shadow", variant="legacy", fingerprint=f"{i:032d}", arg_hashes=None, args={"q": i}, outcome="ok",
+            legacy_payload={"hits": []}, new_payload={"ok": True, "data": {"hits": []}}, code=None, retryable=None,
+            next_action=None, retry_after_ms=None, error_field=None, rule=None, unmapped=False, schema_valid=True,
+            latency_us=900, process="p", host="h",
+        )
+        for i in range(calls)
+    ]
+    SqlStore(url).write(records)
+    path = directory / "shadow.duckdb"
+    with Warehouse.open(path) as wh:
+        wh.sync(url, rebuild=True)
+    return Store(url, path, calls)

@@ -16,7 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _dashboard_stores import EVIL_ACTOR, EVIL_CODE, EVIL_REASON, EVIL_TOOL, EVIL_VARIANT, PLAIN_TOOL, Store, build
+from _dashboard_stores import (
+    EVIL_ACTOR,
+    EVIL_CODE,
+    EVIL_REASON,
+    EVIL_TOOL,
+    EVIL_VARIANT,
+    PLAIN_TOOL,
+    Store,
+    build,
+    successes_only,
+)
 from plotly.offline import get_plotlyjs
 from typer.testing import CliRunner
 
@@ -132,6 +142,19 @@ def test_what_is_drawn_is_capped_and_the_page_says_so(warehouse: Warehouse) -> N
     assert len({b.start for b in data.series.buckets}) == 5 and data.series.dropped > 0
     page = dashboard.render(data)
     assert "busiest of 2 tools" in page and "older hours are left out" in page
+
+
+def test_a_log_without_errors_gives_a_page_that_says_what_is_missing(tmp_path: Path) -> None:
+    quiet = successes_only(tmp_path)
+    with Warehouse.open(quiet.warehouse, read_only=True) as wh:
+        data = collect(wh)
+        page = dashboard.render(data)
+    figures = dashboard.figures(data)
+    assert all(len(f.data) == 0 and f.layout.annotations for k, f in figures.items() if k != "readiness")
+    assert len(figures["readiness"].data) == 2  # the tool has calls: its shares are drawn (as 0)
+    assert "No errors in this range yet" in page and "savings need errors in both arms" in page
+    assert "No flag changes in the audit log" in page
+    assert f"{quiet.calls:,} calls" in page
 
 
 def test_the_bucket_width_follows_the_data_range() -> None:
