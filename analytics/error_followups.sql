@@ -6,7 +6,8 @@
 -- Writes: nothing; shadow sync stores the result in the table error_followups.
 --
 -- Definitions (README, "Watching the loop rate"):
---   * A session's calls and marks share one sequence (seq). Order: seq, then calls before marks, then id.
+--   * A session's calls and marks share one sequence (seq). Order: seq, then calls before marks; rows that still
+--     tie (a seq used twice, as when two processes share a session id) keep a fixed order: a hash of the id.
 --   * An error is a call whose outcome is 'error'.
 --   * The error is followed by a loop when the next CALL in the session (marks skipped) goes to the same tool
 --     with the same argument fingerprint. It is back to back when no mark lies between the two calls.
@@ -53,7 +54,7 @@ stream AS (
            SUM(1 - is_mark) OVER w AS call_pos,                           -- 1, 2, ... over calls only
            SUM(1 - is_mark) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n_calls
     FROM events
-    WINDOW w AS (PARTITION BY session_id ORDER BY seq, is_mark, id)
+    WINDOW w AS (PARTITION BY session_id ORDER BY seq, is_mark, hash(id))
 ),
 -- Runs of identical calls (same tool and fingerprint): a run starts where a call differs from the call before.
 runs AS (

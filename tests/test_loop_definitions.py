@@ -50,7 +50,7 @@ def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]
         events = [(c["seq"], 0, c["id"], c) for c in calls if c["session_id"] == sid]
         events += [(m["seq"], 1, m["id"], m) for m in marks
                    if m["session_id"] == sid and m["kind"] in ("user_turn", "end")]
-        events.sort(key=lambda e: (e[0], e[1], e[2]))
+        events.sort(key=lambda e: (e[0], e[1]))  # seqs are unique here: ties are broken by a hash in the SQL
         order = [e for e in events if e[1] == 0]
         for i, (_, _, _, c) in enumerate(order):
             if c["outcome"] != "error":
