@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from shadow import sql, stats
-from shadow.ready import Thresholds
+from shadow.ready import Thresholds, count_checks
 from shadow.report import FlagChange, LoopRateReport, ToolReport, loop_rate_report
 from shadow.warehouse import Warehouse, WarehouseError
 
@@ -203,18 +203,8 @@ def code_counts(warehouse: Warehouse, tools: Sequence[str], *, tool: str | None 
 
 def tool_readiness(tool: ToolReport, thresholds: Thresholds) -> ToolReadiness:
     """The gate's count checks on a tool's report row: calls, errors, unmapped share, schema-invalid payloads."""
-    reasons = []
-    if tool.calls < thresholds.min_calls:
-        reasons.append(f"only {tool.calls} calls logged (the gate wants {thresholds.min_calls})")
-    if tool.errors < thresholds.min_errors:
-        reasons.append(f"only {tool.errors} errors logged (the gate wants {thresholds.min_errors})")
-    share = tool.unmapped_share or 0.0
-    if share > thresholds.max_unmapped_share:
-        reasons.append(f"{share:.1%} of errors unmapped (at most {thresholds.max_unmapped_share:.0%}): "
-                       "add rules for them")
-    if tool.schema_invalid_calls > thresholds.max_schema_invalid:
-        reasons.append(f"{tool.schema_invalid_calls} payloads failed the schema "
-                       f"(at most {thresholds.max_schema_invalid})")
+    checks = count_checks(tool.calls, tool.errors, tool.unmapped_errors, tool.schema_invalid_calls, thresholds)
+    reasons = [check.advice for check in checks if not check.passed]
     return ToolReadiness(tool.tool, not reasons, tuple(reasons), tool.calls, tool.errors, tool.unmapped_errors,
                          tool.unmapped_share, tool.schema_invalid_calls, tool.schema_invalid_share)
 

@@ -203,19 +203,8 @@ def readiness(
     proposed_unseen = tuple(c for c in proposed or () if c not in seen)
     not_proposed = _order(set(seen) - set(proposed)) if proposed is not None else ()
     checks = [
-        Check("calls", n_calls >= limits.min_calls, n_calls, f">= {limits.min_calls}",
-              _no_calls(tool, others) if not n_calls else
-              f"only {n_calls} calls are logged; keep shadowing until at least {limits.min_calls} are"),
-        Check("errors", n_errors >= limits.min_errors, n_errors, f">= {limits.min_errors}",
-              f"only {n_errors} errors are logged; keep shadowing until at least {limits.min_errors} are, "
-              "so every error path has been translated for real"),
-        Check("unmapped_share", share <= limits.max_unmapped_share, round(share, 6),
-              f"<= {limits.max_unmapped_share:g}",
-              f"{n_unmapped} of {n_errors} errors ({share:.1%}) matched no rule and became internal_error; "
-              f"add rules for them (start from `shadow inventory`) until at most {limits.max_unmapped_share:.0%}"),
-        Check("schema_invalid", n_invalid <= limits.max_schema_invalid, n_invalid, f"<= {limits.max_schema_invalid}",
-              f"{n_invalid} structured payloads failed the schema; fix the rules' messages and contexts "
-              "(check them with shadow.validate)"),
+        *count_checks(n_calls, n_errors, n_unmapped, n_invalid, limits,
+                      no_calls=_no_calls(tool, others) if not n_calls else None),
         Check("leaks", leak_count <= limits.max_leaks, leak_count, f"<= {limits.max_leaks}",
               f"{leak_count} error payloads hold traceback text or file paths; move that text out of rule "
               "messages and contexts"),
@@ -234,6 +223,31 @@ def readiness(
         proposed_seen=proposed_seen, proposed_unseen=proposed_unseen, not_proposed=not_proposed,
         checks=tuple(checks), thresholds=limits, first_call=_utc(first), last_call=_utc(last), other_tools=others,
     )
+
+
+def count_checks(
+    n_calls: int, n_errors: int, n_unmapped: int, n_invalid: int, limits: Thresholds, *, no_calls: str | None = None
+) -> list[Check]:
+    """The gate's checks that need only counts (calls, errors, unmapped share, schema-invalid payloads).
+
+    ``readiness`` adds the leak scan; the dashboard uses these alone on the report's per-tool counts.
+    """
+    share = n_unmapped / n_errors if n_errors else 0.0
+    return [
+        Check("calls", n_calls >= limits.min_calls, n_calls, f">= {limits.min_calls}",
+              no_calls or f"only {n_calls} calls are logged; keep shadowing until at least {limits.min_calls} are"),
+        Check("errors", n_errors >= limits.min_errors, n_errors, f">= {limits.min_errors}",
+              f"only {n_errors} errors are logged; keep shadowing until at least {limits.min_errors} are, "
+              "so every error path has been translated for real"),
+        Check("unmapped_share", share <= limits.max_unmapped_share, round(share, 6),
+              f"<= {limits.max_unmapped_share:g}",
+              f"{n_unmapped} of {n_errors} errors ({share:.1%}) are unmapped: they matched no rule and became "
+              "internal_error; "
+              f"add rules for them (start from `shadow inventory`) until at most {limits.max_unmapped_share:.0%}"),
+        Check("schema_invalid", n_invalid <= limits.max_schema_invalid, n_invalid, f"<= {limits.max_schema_invalid}",
+              f"{n_invalid} structured payloads failed the schema; fix the rules' messages and contexts "
+              "(check them with shadow.validate)"),
+    ]
 
 
 def _no_calls(tool: str, others: tuple[str, ...]) -> str:
