@@ -104,7 +104,11 @@ def validate(payload: object) -> None:
     if errors:
         best = jsonschema.exceptions.best_match(errors) or errors[0]
         raise PayloadError(f"{_where(best)}: {_explain(best)}")
-    assert isinstance(payload, dict)
+    _check_rules(payload)
+
+
+def _check_rules(payload: Any) -> None:
+    """What the schema cannot say: the sentence rule and the context's serialised size."""
     if payload["ok"] is False:
         error = payload["error"]
         if count_sentences(error["message"]) > MAX_SENTENCES:
@@ -115,9 +119,11 @@ def validate(payload: object) -> None:
 
 
 def is_valid(payload: object) -> bool:
-    """Whether ``payload`` meets the contract."""
+    """Whether ``payload`` meets the contract (the fast path: no error message is built)."""
+    if not _validator().is_valid(payload):
+        return False
     try:
-        validate(payload)
+        _check_rules(payload)
     except PayloadError:
         return False
     return True
