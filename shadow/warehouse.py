@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import queue
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -336,25 +339,28 @@ class Warehouse:
 
     def _load(self, engine: Engine, table: Table, lower: dt.datetime | None, target: str,
               advance: Callable[[int], None]) -> int:
-        """Stream rows into DuckDB: each batch becomes columnar NumPy arrays DuckDB scans natively."""
+        """Stream rows into DuckDB: each batch becomes columnar NumPy arrays DuckDB scans natively.
+
+        A reader thread fetches and converts the next batch while DuckDB (which releases the GIL) inserts one.
+        """
         insert = f'INSERT INTO "{target}" ' + _from_batch(table, "_batch")
         n = 0
         try:
-            for part in batches(engine, table, lower):
-                if not part:
-                    continue
-                columns = list(zip(*part, strict=True))
-                arrays = {f"c{i}": np.array(col, dtype=object) for i, col in enumerate(columns)}
+            for size, arrays in _prefetched(batches(engine, table, lower)):
                 self.con.register("_batch", arrays)
                 try:
                     self.con.execute(insert)
                 finally:
                     self.con.unregister("_batch")
-                n += len(part)
-                advance(len(part))
+                n += size
+                advance(size)
         except SQLAlchemyError as exc:
             raise SourceError(f"reading {table.name} from the call log failed: {type(exc).__name__}: "
                               f"{str(exc).splitlines()[0]}") from None
+        except duckdb.Error as exc:
+            raise WarehouseError(f"a {table.name} row of the call log could not be loaded ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:300]}); the warehouse is unchanged. Fix or remove "
+                                 "the row in the call log, then sync again") from None
         return n
 
     def _merge(self, name: str, stage: str, lower: dt.datetime | None) -> int:
@@ -427,6 +433,48 @@ class Warehouse:
             self.con.table(table.name).write_parquet(str(root / f"{table.name}.parquet"))
         files = sum(1 for _ in root.rglob("*.parquet"))
         return ExportResult(root, counts["calls"], counts["marks"], files)
+
+
+def _columnar(part: Sequence[Sequence[Any]]) -> dict[str, np.ndarray]:
+    return {f"c{i}": np.array(col, dtype=object) for i, col in enumerate(zip(*part, strict=True))}
+
+
+def _prefetched(parts: Iterator[Sequence[Sequence[Any]]]) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """``(rows, columnar arrays)`` per batch, produced one batch ahead by a reader thread (errors re-raised here)."""
+    ready: queue.Queue[tuple[int, dict[str, np.ndarray]] | BaseException | None] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for part in parts:
+                if stop.is_set():
+                    return
+                if part:
+                    ready.put((len(part), _columnar(part)))
+            ready.put(None)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            ready.put(exc)
+        finally:
+            close = getattr(parts, "close", None)
+            if close is not None:
+                close()  # releases the call-log connection in the thread that used it
+
+    reader = threading.Thread(target=read, name="shadow-sync-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while reader.is_alive():  # unblock a reader waiting to put, then let it finish
+            with contextlib.suppress(queue.Empty):
+                ready.get(timeout=0.05)
+        reader.join()
 
 
 def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
