@@ -123,7 +123,7 @@ def check_source(engine: Engine, url: str, needed: Sequence[Table]) -> None:
         names = set(inspect(engine).get_table_names())
     except SQLAlchemyError as exc:
         raise SourceError(f"cannot read the call log at {display_url(url)}: {type(exc).__name__}; check the "
-                          "URL (SHADOW_DB_URL or --db) and that the database is running") from None
+                          "URL (SHADOW_DB_URL or --db-url) and that the database is running") from None
     missing = [t.name for t in needed if t.name not in names]
     if missing:
         raise SourceError(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
