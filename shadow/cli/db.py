@@ -34,7 +34,8 @@ class Format(StrEnum):
 
 UrlOption = Annotated[
     str | None,
-    typer.Option("--db-url", "--url", help="Database URL; default: SHADOW_DB_URL, else sqlite:///shadow.db.", show_default=False),
+    typer.Option("--db-url", "--url", help="Database URL; default: SHADOW_DB_URL, else sqlite:///shadow.db.",
+                 show_default=False),
 ]
 FormatOption = Annotated[Format, typer.Option("--format", "-f", help="text or json.")]
 
