@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import json
-import os
 import string
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
 from shadow.codes import CODE_TABLE, Code, NextAction
 from shadow.contract import ErrorPayload, ToolError
 from shadow.describe import describe
+from shadow.loader import import_user_module
 from shadow.redact import JSONValue
 from shadow.rules import Rules
 from shadow.schema import validate
@@ -309,36 +305,8 @@ def load_user_module(ref: str) -> UserModule:
 
 
 def _import(ref: str) -> ModuleType:
-    """Import a ``.py`` file (its folder importable meanwhile) or a dotted name (the working directory importable)."""
-    path = Path(ref)
-    is_file = ref.endswith(".py") or path.is_file()
-    if is_file and not path.is_file():
-        raise ValueError(f"no file {ref}; pass a Python file or a dotted module name, for example myapp.rules")
-    extra = str(path.resolve().parent) if is_file else os.getcwd()
-    added = extra not in sys.path
-    if added:
-        sys.path.insert(0, extra)
-    try:
-        if is_file:
-            spec = importlib.util.spec_from_file_location(f"_shadow_eval_user_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                raise ValueError(f"{ref} cannot be loaded as a Python module")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-            return module
-        return importlib.import_module(ref)
-    except ValueError:
-        raise
-    except ImportError as exc:
-        raise ValueError(
-            f"cannot import {ref} ({exc}); pass a dotted module name on the Python path or a .py file"
-        ) from None
-    except Exception as exc:
-        raise ValueError(f"importing {ref} failed: {type(exc).__name__}: {exc}") from None
-    finally:
-        if added:
-            sys.path.remove(extra)
+    """Import a ``.py`` file or a dotted name (see ``shadow.loader``)."""
+    return import_user_module(ref, prefix="_shadow_eval_user")
 
 
 def user_tool(item: object, *, where: str = "tool") -> UserTool:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import os
 import re
 import signal
 import sys
@@ -22,6 +19,7 @@ from shadow.cli._app import ExitCode, app, fail
 from shadow.config import settings
 from shadow.flags import Variant
 from shadow.import_formats import FormatError
+from shadow.loader import import_user_module
 from shadow.rules import Rules
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -55,35 +53,10 @@ RulesOption = Annotated[str | None, typer.Option(
 
 
 def _import_module(ref: str) -> ModuleType:
-    path = Path(ref)
-    is_file = ref.endswith(".py") or path.is_file()
-    if is_file and not path.is_file():
-        raise ValueError(f"--rules: no file {ref}; pass a Python file or a dotted module name, for example myapp.rules")
-    extra = str(path.resolve().parent) if is_file else os.getcwd()
-    added = extra not in sys.path
-    if added:
-        sys.path.insert(0, extra)
     try:
-        if is_file:
-            spec = importlib.util.spec_from_file_location(f"_shadow_rules_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                raise ValueError(f"--rules: {ref} cannot be loaded as a Python module")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-        return importlib.import_module(ref)
-    except ValueError:
-        raise
-    except ImportError as exc:
-        raise ValueError(f"--rules: cannot import {ref} ({exc}); pass a dotted module name importable from the "
-                         "current directory, or a .py file") from None
-    except SyntaxError as exc:
-        raise ValueError(f"--rules: {ref} has a syntax error at line {exc.lineno}: {exc.msg}") from None
-    except Exception as exc:
-        raise ValueError(f"--rules: importing {ref} raised {type(exc).__name__}: {str(exc)[:200]}") from None
-    finally:
-        if added:
-            sys.path.remove(extra)
+        return import_user_module(ref, prefix="_shadow_rules")
+    except ValueError as exc:
+        raise ValueError(f"--rules: {exc}") from None
 
 
 def load_rules(ref: str) -> Rules:
