@@ -281,8 +281,16 @@ class DbFlags:
             query = query.where(audit.c.tool == tool)
         with self._engine().connect() as conn:
             rows = conn.execute(query).mappings().all()
-        entries = [AuditEntry(**{k: r[k] for k in AuditEntry.__dataclass_fields__}) for r in rows]
+        entries = [
+            AuditEntry(**{k: (_utc(r[k]) if k == "ts" else r[k]) for k in AuditEntry.__dataclass_fields__})
+            for r in rows
+        ]
         return entries[-limit:] if limit else entries
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    """SQLite gives back naive datetimes; they are UTC."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def default_actor() -> str:
