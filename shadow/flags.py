@@ -282,7 +282,8 @@ class DbFlags:
         with self._engine().connect() as conn:
             rows = conn.execute(query).mappings().all()
         entries = [
-            AuditEntry(**{k: (_utc(r[k]) if k == "ts" else r[k]) for k in AuditEntry.__dataclass_fields__})
+            AuditEntry(r["id"], r["tool"], r["old_mode"], r["old_percent"], r["new_mode"], r["new_percent"],
+                       r["actor"], r["reason"], _utc(r["ts"]))
             for r in rows
         ]
         return entries[-limit:] if limit else entries
