@@ -145,8 +145,9 @@ class StaticFlags:
 class DbFlags:
     """Flags in the database (tables ``flags`` and ``flag_audit``), cached per process for ``ttl`` seconds.
 
-    The first lookup loads them; afterwards a stale cache is refreshed in a background thread, so a tool call
-    never waits on the database. If the database cannot be read, every tool is legacy until it can.
+    Loading and refreshing happen in a background thread, so a tool call never waits on the database: until the
+    first load has finished (``wait`` blocks for it, for example at start-up) and whenever the database cannot be
+    read, every tool is served legacy, the safe default. Changes made through this object apply at once here.
     """
 
     def __init__(self, url: str, *, ttl: float = 5.0) -> None:
@@ -158,6 +159,7 @@ class DbFlags:
         self._lock = threading.Lock()
         self._refreshing = False
         self._ready = False
+        self._loaded = threading.Event()
 
     # -- reading (hot path)
 
@@ -165,13 +167,24 @@ class DbFlags:
         """The cached flag of ``tool``; triggers a background refresh when older than the TTL."""
         states = self._states
         if states is None:
-            self._load()
-            states = self._states or {}
-        elif time.monotonic() - self._loaded_at > self.ttl and not self._refreshing:
+            if not self._refreshing:
+                self._refresh_soon()
+            return LEGACY
+        if time.monotonic() - self._loaded_at > self.ttl and not self._refreshing:
             self._refresh_soon()
         if self._killed:
             return LEGACY
         return states.get(tool, LEGACY)
+
+    def prefetch(self) -> None:
+        """Start loading in the background now (before the first tool call needs the flags)."""
+        if self._states is None and not self._refreshing:
+            self._refresh_soon()
+
+    def wait(self, timeout: float | None = 5.0) -> bool:
+        """Block until the first load has finished (successfully or not); False on timeout."""
+        self.prefetch()
+        return self._loaded.wait(timeout)
 
     def _refresh_soon(self) -> None:
         with self._lock:
@@ -197,6 +210,7 @@ class DbFlags:
                                                          if states.get(k) != old.get(k)))
         finally:
             self._refreshing = False
+            self._loaded.set()
 
     def _engine(self) -> Engine:
         if not self._ready:
@@ -222,8 +236,8 @@ class DbFlags:
         return states, killed
 
     def invalidate(self) -> None:
-        """Reload on the next lookup (after a change made by this process)."""
-        self._states = None
+        """Re-read the flags now, in this thread (after a change; an admin path, never the hot path)."""
+        self._load()
 
     # -- writing (CLI and admin code)
 
@@ -321,7 +335,9 @@ def current() -> FlagSource:
             from shadow.config import settings
 
             current_settings = settings()
-            source: FlagSource = DbFlags(current_settings.db_url, ttl=current_settings.flag_ttl)
+            stored = DbFlags(current_settings.db_url, ttl=current_settings.flag_ttl)
+            stored.prefetch()
+            source: FlagSource = stored
             pinned = os.environ.get(ENV_VAR)
             if pinned:
                 source = StaticFlags(parse_env(pinned), fallback=source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -33,6 +34,7 @@ def test_another_process_sees_a_flip_within_the_ttl_without_a_read_per_call(db_u
     admin = DbFlags(db_url)
     admin.set("search", "shadow")
     reader = DbFlags(db_url, ttl=0.3)
+    assert reader.wait(10)
     from shadow import db
 
     reads = []
@@ -63,6 +65,25 @@ def test_the_kill_switch_overrides_every_tool_and_is_audited(db_url: str) -> Non
 def test_an_unreachable_flag_database_means_legacy() -> None:
     store = DbFlags("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
     assert store.state("anything") == FlagState()
+    assert store.wait(10)
+    assert store.state("anything") == FlagState()
+
+
+def test_a_tool_call_never_waits_for_the_first_load(sqlite_url: str) -> None:
+    DbFlags(sqlite_url).set("search", "cutover")
+    release = threading.Event()
+
+    class SlowFlags(DbFlags):
+        def _read(self) -> tuple[dict[str, FlagState], bool]:
+            release.wait(10)
+            return super()._read()
+
+    slow = SlowFlags(sqlite_url)
+    assert slow.state("search") == FlagState()  # served legacy while the load is still blocked
+    assert not slow.wait(0.05)
+    release.set()
+    assert slow.wait(10)
+    assert slow.state("search").mode is Mode.CUTOVER
 
 
 @pytest.mark.parametrize(("mode", "percent", "says"), [("sideways", 100, "unknown mode"),
