@@ -345,6 +345,13 @@ def current() -> FlagSource:
         return _source
 
 
+def wait(timeout: float | None = 5.0) -> bool:
+    """Block until the process-wide flags are loaded (at start-up, when the first calls must follow them)."""
+    source = current()
+    stored = source.fallback if isinstance(source, StaticFlags) else source
+    return stored.wait(timeout) if isinstance(stored, DbFlags) else True
+
+
 def use(source: FlagSource | None) -> None:
     """Replace the process-wide flag source (``None``: rebuild it from settings on next use)."""
     global _source

@@ -111,6 +111,7 @@ def test_the_process_wide_source_reads_shadow_flags(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("SHADOW_FLAGS", "x=shadow")
     flags.use(None)
     try:
+        assert flags.wait(10)
         assert flags.current().state("x").mode is Mode.SHADOW
     finally:
         flags.use(None)
