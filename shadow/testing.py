@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Final
 
 from shadow.flags import LEGACY, FlagState, Mode
+from shadow.records import Record
 from shadow.redact import dumps, to_jsonable
 from shadow.schema import validate
 
@@ -69,8 +71,6 @@ class InMemoryStore:
     every write raise ``StoreUnavailable`` (an outage), and ``refuse`` to ids it must reject (bad rows)."""
 
     def __init__(self) -> None:
-        import threading
-
         self.records: dict[str, Record] = {}
         self.available = True
         self.refuse: set[str] = set()
@@ -100,5 +100,3 @@ class InMemoryStore:
         with self._lock:
             return set(self.records)
 
-
-from shadow.records import Record  # noqa: E402  # the store double's types, kept beside it
