@@ -20,6 +20,13 @@ def now() -> dt.datetime:
     return dt.datetime.fromtimestamp(_now_ns() / 1e9, dt.UTC)
 
 
+def utc(value: dt.datetime) -> dt.datetime:
+    """``value`` in UTC; a naive datetime (as SQLite gives back) is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
 @contextmanager
 def using(source: Callable[[], int]) -> Iterator[None]:
     """Stamp records with ``source()`` (nanoseconds) inside the block; only for simulations and tests."""

@@ -297,15 +297,10 @@ class DbFlags:
             rows = conn.execute(query).mappings().all()
         entries = [
             AuditEntry(r["id"], r["tool"], r["old_mode"], r["old_percent"], r["new_mode"], r["new_percent"],
-                       r["actor"], r["reason"], _utc(r["ts"]))
+                       r["actor"], r["reason"], clock.utc(r["ts"]))
             for r in rows
         ]
         return entries[-limit:] if limit else entries
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    """SQLite gives back naive datetimes; they are UTC."""
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def default_actor() -> str:

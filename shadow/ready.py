@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine, case, func, inspect, select
 
-from shadow import db
+from shadow import clock, db
 from shadow.codes import CODE_TABLE, Code
 from shadow.config import sqlite_path
 from shadow.tables import calls
@@ -256,9 +256,7 @@ def _no_calls(tool: str, others: tuple[str, ...]) -> str:
 
 
 def _utc(value: object) -> dt.datetime | None:
-    if not isinstance(value, dt.datetime):
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    return clock.utc(value) if isinstance(value, dt.datetime) else None
 
 
 def codes_for_tool(url: str, tool: str, inventory: InventorySource | None = None) -> list[Code]:

@@ -15,10 +15,9 @@ from sqlalchemy import JSON, DateTime, Engine, Table, exc
 from sqlalchemy.engine import make_url
 
 from shadow import db, migrate
+from shadow.clock import utc
 from shadow.records import CallRecord, MarkRecord, Record
 from shadow.tables import calls, marks
-
-_UTC = dt.UTC
 
 #: The process that last used each shared engine; a different pid means this is a forked child.
 _engine_pids: dict[str, int] = {}
@@ -50,13 +49,6 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     exc.TimeoutError,
     OSError,
 )
-
-
-def utc(value: dt.datetime) -> dt.datetime:
-    """``value`` in UTC; a naive datetime is taken to be UTC already."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=_UTC)
-    return value.astimezone(_UTC)
 
 
 def _sqlite_time(value: dt.datetime) -> str:
