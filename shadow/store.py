@@ -6,8 +6,6 @@ import dataclasses
 import datetime as dt
 import json
 import operator
-import os
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -18,11 +16,6 @@ from shadow import db, migrate
 from shadow.clock import utc
 from shadow.records import CallRecord, MarkRecord, Record
 from shadow.tables import calls, marks
-
-#: The process that last used each shared engine; a different pid means this is a forked child.
-_engine_pids: dict[str, int] = {}
-_IMPORT_PID = os.getpid()
-_engine_lock = threading.Lock()
 
 
 class StoreUnavailable(Exception):
@@ -123,15 +116,7 @@ class SqlStore:
         return make_url(self.url).render_as_string(hide_password=True)
 
     def _engine(self) -> Engine:
-        engine = db.engine(self.url)
-        pid = os.getpid()
-        if _engine_pids.get(self.url) != pid:
-            # First use in this process: a forked child must not touch the parent's pooled connections.
-            with _engine_lock:
-                if _engine_pids.get(self.url, _IMPORT_PID) != pid:
-                    engine.dispose(close=False)
-                _engine_pids[self.url] = pid
-        return engine
+        return db.engine(self.url)  # shared per URL; shadow.db drops a forked child's inherited connections
 
     def write(self, records: Sequence[Record]) -> None:
         """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
