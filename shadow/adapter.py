@@ -158,7 +158,7 @@ def tool(fn: F, /) -> F: ...
 @overload
 def tool(
     fn: None = None, /, name: str | None = None, *, rules: Rules | None = None, idempotent: bool = True,
-    flags: FlagSource | None = None,
+    flags: FlagSource | None = None, source: str = "live",
 ) -> Callable[[F], F]: ...
 
 
@@ -170,20 +170,23 @@ def tool(
     rules: Rules | None = None,
     idempotent: bool = True,
     flags: FlagSource | None = None,
+    source: str = "live",
 ) -> Any:
     """Wrap a legacy tool (plain or ``async def``) behind its flag.
 
     ``legacy``: the legacy call only. ``shadow``: the legacy result (the same object) or exception (the same
     one) reaches the caller, and the structured payload is logged. ``cutover``: sessions in the structured arm
     receive the structured payload instead. Failures of the adapter itself are logged and swallowed.
+    ``source`` labels the records (``"live"``; ``shadow demo`` uses ``"simulated"``).
     """
     if fn is None:
-        return functools.partial(_wrap, name=name, rules=rules, idempotent=idempotent, flags=flags)
-    return _wrap(fn, name=name, rules=rules, idempotent=idempotent, flags=flags)
+        return functools.partial(_wrap, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
+    return _wrap(fn, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
 
 
 def _wrap(
-    fn: Callable[..., Any], *, name: str | None, rules: Rules | None, idempotent: bool, flags: FlagSource | None
+    fn: Callable[..., Any], *, name: str | None, rules: Rules | None, idempotent: bool, flags: FlagSource | None,
+    source: str = "live",
 ) -> Any:
     tool_name = name or getattr(fn, "__name__", None) or "tool"
     try:
@@ -191,7 +194,7 @@ def _wrap(
     except (TypeError, ValueError):
         signature = None
     effective_rules = rules or _DEFAULT_RULES
-    spec = ToolSpec(tool_name, effective_rules, idempotent, signature)
+    spec = ToolSpec(tool_name, effective_rules, idempotent, signature, source)
 
     def begin() -> tuple[Mode, Variant, str, int] | None:
         try:

@@ -93,7 +93,7 @@ def next_seq(session_id: str) -> int:
     return next(counter)
 
 
-def mark(kind: MarkKind) -> None:
+def mark(kind: MarkKind, *, source: str = "live") -> None:
     """Record that the agent handed over to a person (``"user_turn"``) or finished (``"end"``)."""
     if kind not in MARK_KINDS:
         raise ValueError(f"mark kind must be one of {', '.join(MARK_KINDS)}, not {kind!r}")
@@ -106,6 +106,7 @@ def mark(kind: MarkKind) -> None:
         kind=kind,
         process=str(os.getpid()),
         host=HOST,
+        source=source,
     )
     from shadow.writer import get_writer
 

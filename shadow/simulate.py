@@ -17,6 +17,7 @@ from shadow.flags import DbFlags
 from shadow.rules import looks_like_error
 
 DAY_NS = 86_400 * 10**9
+SOURCE = "simulated"  # the records' ``source``: nobody can mistake them for real traffic
 GOOD_ARGS: dict[str, dict[str, Any]] = {
     "create_task": {"title": "Write the release notes", "due_date": "2026-12-14"},
     "search_docs": {"query": "refund policy", "limit": 5},
@@ -120,7 +121,7 @@ class Agent:
                 args.update(self.rng.choice(BAD_ARGS[name]))
             if not self.attempt(name, args):
                 break
-        shadow.mark("end")
+        shadow.mark("end", source=SOURCE)
 
     def attempt(self, name: str, args: dict[str, Any]) -> bool:
         """Call until it works or the agent gives up; False when the agent ends the task."""
@@ -141,7 +142,7 @@ class Agent:
                 args = {**args, **{k: v for k, v in GOOD_ARGS[name].items() if args.get(k) != v}}
                 continue
             if roll < behaviour.repeat + behaviour.repair + behaviour.ask:
-                shadow.mark("user_turn")
+                shadow.mark("user_turn", source=SOURCE)
                 self.sim.advance(self.rng.uniform(20, 120))
                 args = dict(GOOD_ARGS[name])
                 continue
@@ -157,7 +158,7 @@ def run_fleet(url: str, *, sessions: int, seed: int, progress: Callable[[int], N
     start = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=DAYS)
     sim = SimClock(int(start.timestamp() * 1e9))
     tools: dict[str, Callable[..., Any]] = {
-        name: shadow_tool(name=name, rules=RULES, idempotent=name != "send_email", flags=store)(
+        name: shadow_tool(name=name, rules=RULES, idempotent=name != "send_email", flags=store, source=SOURCE)(
             functools.partial(fn, world)
         )
         for name, fn in TOOLS.items()

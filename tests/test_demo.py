@@ -62,6 +62,21 @@ def test_the_demo_is_reproducible_for_a_seed(tmp_path: Path) -> None:
     assert shape != [(a.variant, a.calls, a.errors, a.loops) for a in other.report.variants]
 
 
+def test_every_demo_output_says_the_traffic_is_simulated(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["demo", "--dir", str(tmp_path), "--sessions", "20", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["simulated"] is True
+    assert data["variants"]
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'shadow.db'}")
+    with engine.connect() as conn:
+        sources = {row[0] for row in conn.execute(text("SELECT source FROM calls UNION SELECT source FROM marks"))}
+    engine.dispose()
+    assert sources == {"simulated"}
+
+
 def test_bad_demo_sizes_are_usage_errors(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--dir", str(tmp_path), "--sessions", "0"])
     assert result.exit_code == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -27,7 +28,8 @@ def demo(
     sessions: Annotated[int, typer.Option("--sessions", "-n", min=1, max=200_000,
                                           help="Simulated agent tasks (about 10 calls each).")] = 800,
     seed: Annotated[int, typer.Option("--seed", help="Seed: the same seed gives the same traffic and report.")] = 7,
-    fmt: Annotated[DemoFormat, typer.Option("--format", "-f", help="table or json (the report's JSON).")]
+    fmt: Annotated[DemoFormat, typer.Option(
+        "--format", "-f", help="table, or json: the report's JSON with \"simulated\": true added.")]
     = DemoFormat.table,
 ) -> None:
     """Simulate an agent fleet through a shadow phase and a 50% cutover, then report and draw the dashboard.
@@ -51,7 +53,7 @@ def demo(
     except RuntimeError as exc:
         fail(str(exc), ExitCode.FAILED)
     if fmt is DemoFormat.json:
-        typer.echo(result.report.to_json())
+        typer.echo(json.dumps({"simulated": True, "notice": SIMULATED, **result.report.to_dict()}, indent=2))
     else:
         typer.echo(f"{SIMULATED}\n")
         typer.echo(render_table(result.report))
