@@ -7,7 +7,7 @@ import email.utils
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -348,27 +348,37 @@ def _exception_rules(family: _Family) -> list[ExceptionRule]:
     return rules
 
 
+def _classified(
+    facts: Callable[[Any], HttpFacts | None], code: Code, name: str
+) -> tuple[Callable[[Any], bool], Callable[[Any], str], Callable[[Any], dict[str, Any]]]:
+    """A rule's match, message and context for ``code``, all read from ``classify(facts(source))``."""
+
+    def matches(source: Any) -> bool:
+        found = facts(source)
+        return found is not None and classify(found)[0] is code
+
+    def message(source: Any) -> str:
+        found = facts(source)
+        assert found is not None
+        return classify(found)[1]
+
+    def context(source: Any) -> dict[str, Any]:
+        found = facts(source)
+        return classify(found)[2] if found is not None else {}
+
+    matches.__name__ = name
+    return matches, message, context
+
+
 def _status_rule(family: _Family, code: Code) -> ExceptionRule:
     classes, provider = family.status, family.provider
 
     def facts(exc: BaseException) -> HttpFacts | None:
         return facts_of_exception(exc, provider) if isinstance(exc, classes) else None
 
-    def matches(exc: BaseException) -> bool:
-        found = facts(exc)
-        return found is not None and classify(found)[0] is code
-
-    def message(exc: BaseException) -> str:
-        found = facts(exc)
-        assert found is not None
-        return classify(found)[1]
-
-    def context(exc: BaseException) -> dict[str, Any]:
-        found = facts(exc)
-        return classify(found)[2] if found is not None else {}
-
-    matches.__name__ = f"{family.name}:{code.value}"
-    return ExceptionRule(matches, code, message, context, name=f"{family.name}:{code.value}")
+    name = f"{family.name}:{code.value}"
+    matches, message, context = _classified(facts, code, name)
+    return ExceptionRule(matches, code, message, context, name=name)
 
 
 def _is_response(value: object) -> bool:
@@ -388,21 +398,9 @@ def _value_facts(value: object) -> HttpFacts | None:
 
 
 def _result_rule(code: Code) -> ResultRule:
-    def matches(value: object) -> bool:
-        found = _value_facts(value)
-        return found is not None and classify(found)[0] is code
-
-    def message(value: object) -> str:
-        found = _value_facts(value)
-        assert found is not None
-        return classify(found)[1]
-
-    def context(value: object) -> dict[str, Any]:
-        found = _value_facts(value)
-        return classify(found)[2] if found is not None else {}
-
-    matches.__name__ = f"http-response:{code.value}"
-    return ResultRule(matches, code, message, context, name=f"http-response:{code.value}")
+    name = f"http-response:{code.value}"
+    matches, message, context = _classified(_value_facts, code, name)
+    return ResultRule(matches, code, message, context, name=name)
 
 
 def http() -> Rules:
