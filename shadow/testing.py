@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Final
 
 from shadow.flags import LEGACY, FlagState, Mode
 from shadow.records import Record
 from shadow.redact import dumps, to_jsonable
 from shadow.schema import validate
+from shadow.store import Store
 
 #: What must never reach a payload: traceback text, file paths, installed-package paths.
 LEAK_PATTERNS: Final = (
@@ -100,3 +102,25 @@ class InMemoryStore:
         with self._lock:
             return set(self.records)
 
+
+
+@contextmanager
+def recording(store: Store | None = None, *, strict: bool = True) -> Iterator[Store]:
+    """Send every call record of the block to ``store`` (a new ``InMemoryStore`` by default), then flush.
+
+    ``with recording() as store: my_tool(...)`` and the records are in ``store.records``; with a
+    ``shadow.store.SqlStore`` they are in that database. Strict by default: a failure in the shadow machinery
+    raises instead of being logged and swallowed.
+    """
+    from shadow.writer import Writer, set_writer
+
+    target: Store = store if store is not None else InMemoryStore()
+    writer = Writer(target, queue_size=100_000, batch_size=100, flush_interval=0.02, spool=None, strict=strict)
+    set_writer(writer)
+    try:
+        yield target
+        if not writer.flush(60):
+            raise AssertionError("the call log writer did not finish within 60 s")
+    finally:
+        writer.close()
+        set_writer(None)

@@ -15,9 +15,8 @@ from shadow.flags import DbFlags
 from shadow.ids import new_id
 from shadow.records import CallRecord
 from shadow.store import SqlStore
-from shadow.testing import InMemoryFlags
+from shadow.testing import InMemoryFlags, recording
 from shadow.warehouse import Warehouse
-from shadow.writer import Writer, set_writer
 
 #: Logged strings that would run script if a page pasted them as HTML.
 EVIL_TOOL = "<img src=x onerror=alert(1)>"
@@ -91,23 +90,16 @@ def build(directory: Path, *, sessions: int = 60, seed: int = 3, span: dt.timede
     memory = InMemoryFlags({EVIL_TOOL: "shadow", PLAIN_TOOL: "shadow"})
     audit = DbFlags(url, ttl=3600.0)
     tools = {name: shadow.tool(name=name, flags=memory)(_legacy) for name in (EVIL_TOOL, PLAIN_TOOL)}
-    writer = Writer(SqlStore(url), queue_size=100_000, batch_size=500, flush_interval=0.05, spool=None, strict=True)
-    set_writer(writer)
     calls = 0
-    try:
-        with clock.using(lambda: now[0]):
-            for name in tools:
-                audit.set(name, "shadow", actor=EVIL_ACTOR, reason=EVIL_REASON)
-            for i in range(sessions):
-                if i == sessions // 2:
-                    memory.set(EVIL_TOOL, "cutover", 50)
-                    audit.set(EVIL_TOOL, "cutover", 50, actor=EVIL_ACTOR, reason=EVIL_REASON)
-                with shadow.session(f"task-{seed}-{i:05d}"):
-                    calls += _drive(tools[rng.choice(list(tools))], rng, tick, rng.randint(2, 6))
-        assert shadow.flush(60)
-    finally:
-        writer.close()
-        set_writer(None)
+    with recording(SqlStore(url)), clock.using(lambda: now[0]):
+        for name in tools:
+            audit.set(name, "shadow", actor=EVIL_ACTOR, reason=EVIL_REASON)
+        for i in range(sessions):
+            if i == sessions // 2:
+                memory.set(EVIL_TOOL, "cutover", 50)
+                audit.set(EVIL_TOOL, "cutover", 50, actor=EVIL_ACTOR, reason=EVIL_REASON)
+            with shadow.session(f"task-{seed}-{i:05d}"):
+                calls += _drive(tools[rng.choice(list(tools))], rng, tick, rng.randint(2, 6))
     if hostile_records:
         calls += _hostile_records(url, now[0])
     path = directory / "shadow.duckdb"

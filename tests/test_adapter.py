@@ -17,18 +17,14 @@ from shadow import config, sessions
 from shadow.adapter import tool
 from shadow.flags import FlagState, Mode, bucket
 from shadow.records import CallRecord, MarkRecord
-from shadow.testing import InMemoryFlags, InMemoryStore, assert_valid_payload
-from shadow.writer import Writer, set_writer
+from shadow.testing import InMemoryFlags, InMemoryStore, assert_valid_payload, recording
 
 
 @pytest.fixture
 def store() -> Iterator[InMemoryStore]:
-    memory = InMemoryStore()
-    writer = Writer(memory, queue_size=10_000, batch_size=100, flush_interval=0.01, spool=None, strict=True)
-    set_writer(writer)
-    yield memory
-    writer.close()
-    set_writer(None)
+    with recording(InMemoryStore()) as memory:
+        assert isinstance(memory, InMemoryStore)
+        yield memory
 
 
 def calls(store: InMemoryStore) -> list[CallRecord]:

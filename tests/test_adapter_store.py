@@ -14,19 +14,15 @@ from sqlalchemy import select
 import shadow
 from shadow import db, migrate, tables
 from shadow.store import SqlStore
-from shadow.testing import InMemoryFlags
-from shadow.writer import Writer, set_writer
+from shadow.testing import InMemoryFlags, recording
 
 SECRET = "hunter2-very-secret-value"
 
 
 @pytest.fixture
 def logged(db_url: str) -> Iterator[str]:
-    writer = Writer(SqlStore(db_url), queue_size=10_000, batch_size=50, flush_interval=0.05, spool=None, strict=True)
-    set_writer(writer)
-    yield db_url
-    writer.close()
-    set_writer(None)
+    with recording(SqlStore(db_url)):
+        yield db_url
 
 
 def rows(url: str) -> list[dict[str, Any]]:

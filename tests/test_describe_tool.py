@@ -9,24 +9,17 @@ from typer.testing import CliRunner
 import shadow
 from shadow.cli import app
 from shadow.store import SqlStore
-from shadow.testing import InMemoryFlags
-from shadow.writer import Writer, set_writer
+from shadow.testing import InMemoryFlags, recording
 
 
 def test_describe_for_a_tool_lists_only_the_codes_it_returned(sqlite_url: str) -> None:
-    writer = Writer(SqlStore(sqlite_url), queue_size=100, batch_size=10, flush_interval=0.05, spool=None, strict=True)
-    set_writer(writer)
-    try:
+    with recording(SqlStore(sqlite_url)):
         @shadow.tool(name="weather", flags=InMemoryFlags({"weather": "shadow"}))
         def weather(city: str) -> Any:
             return {"status": 404} if city == "Atlantis" else {"status": 429}
 
         weather("Atlantis")
         weather("Lisbon")
-        assert shadow.flush(10)
-    finally:
-        writer.close()
-        set_writer(None)
     result = CliRunner().invoke(app, ["describe", "--tool", "weather", "--db-url", sqlite_url])
     assert result.exit_code == 0, result.output
     assert "not_found" in result.stdout

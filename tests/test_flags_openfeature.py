@@ -19,8 +19,7 @@ from shadow.adapter import tool
 from shadow.flags import DbFlags, FlagSource, FlagState, Mode, Variant
 from shadow.flags_openfeature import OpenFeatureFlags
 from shadow.records import CallRecord
-from shadow.testing import InMemoryStore
-from shadow.writer import Writer, set_writer
+from shadow.testing import InMemoryStore, recording
 
 
 def flag(value: object) -> InMemoryFlag[Any]:
@@ -161,19 +160,13 @@ def test_the_kill_switch_flip_is_audited(domain: str, sqlite_url: str) -> None:
 def test_the_adapter_follows_openfeature_flags(domain: str) -> None:
     provide({"shadow.lookup.mode": flag("cutover")}, domain)
     memory = InMemoryStore()
-    writer = Writer(memory, queue_size=100, batch_size=10, flush_interval=0.01, spool=None, strict=True)
-    set_writer(writer)
-    try:
+    with recording(memory):
         @tool(name="lookup", flags=source(domain))
         def lookup(key: str) -> object:
             return {"error": "no such key"}
 
         with shadow.session("of-1"):
             payload = lookup("k")
-        assert shadow.flush(5)
-    finally:
-        writer.close()
-        set_writer(None)
     assert payload["ok"] is False and payload["error"]["code"] == "not_found"
     [record] = [r for r in memory.records.values() if isinstance(r, CallRecord)]
     assert (record.mode, record.variant, record.session_id) == ("cutover", "structured", "of-1")

@@ -21,8 +21,7 @@ from shadow.adapter import tool
 from shadow.guard import outcome_of_exception, outcome_of_value
 from shadow.records import CallRecord
 from shadow.rules import Rules
-from shadow.testing import InMemoryFlags, InMemoryStore, assert_no_leak, assert_valid_payload
-from shadow.writer import Writer, set_writer
+from shadow.testing import InMemoryFlags, InMemoryStore, assert_no_leak, assert_valid_payload, recording
 
 SECRET = "sk-proj-abcdefghijklmnop1234"
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
@@ -307,9 +306,7 @@ def test_for_response_shaped_dicts_the_order_decides_which_reading_wins() -> Non
 
 def test_the_adapter_serves_a_normalised_provider_error_in_cutover() -> None:
     memory = InMemoryStore()
-    writer = Writer(memory, queue_size=100, batch_size=10, flush_interval=0.01, spool=None, strict=True)
-    set_writer(writer)
-    try:
+    with recording(memory):
         @tool(name="ask_model", rules=Rules.default() + normalize.http(), flags=InMemoryFlags({"ask_model": "cutover"}))
         def ask_model(prompt: str) -> str:
             body = {"message": "Rate limit reached", "code": "rate_limit_exceeded"}
@@ -318,10 +315,6 @@ def test_the_adapter_serves_a_normalised_provider_error_in_cutover() -> None:
 
         with shadow.session("norm-1"):
             payload = ask_model("hi")
-        assert shadow.flush(5)
-    finally:
-        writer.close()
-        set_writer(None)
     assert payload["ok"] is False
     assert payload["error"]["code"] == "rate_limited"
     assert payload["error"]["context"] == {"status": 429, "retry_after_ms": 2000}

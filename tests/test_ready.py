@@ -24,8 +24,7 @@ from shadow.inventory import emit_rules, inventory
 from shadow.ready import StoreMissing, Thresholds, codes_for_tool, load_proposed, readiness
 from shadow.records import CallRecord
 from shadow.store import SqlStore
-from shadow.testing import InMemoryFlags
-from shadow.writer import Writer, set_writer
+from shadow.testing import InMemoryFlags, recording
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -241,11 +240,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "inventory"
 
 @pytest.fixture
 def logged(db_url: str) -> Iterator[str]:
-    writer = Writer(SqlStore(db_url), queue_size=10_000, batch_size=100, flush_interval=0.05, spool=None, strict=True)
-    set_writer(writer)
-    yield db_url
-    writer.close()
-    set_writer(None)
+    with recording(SqlStore(db_url)):
+        yield db_url
 
 
 @pytest.fixture
