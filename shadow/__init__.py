@@ -1,23 +1,43 @@
-"""shadow: one structured error contract for the tools LLM agents call, with a safe migration path."""
+"""shadow: one structured error contract for the tools LLM agents call, with a safe migration path.
+
+The module map (one line per subpackage, what it owns) is in ``shadow/README.md``.
+"""
 
 from __future__ import annotations
 
-from shadow import logs as _logs
-from shadow import normalize, tokens
-from shadow.adapter import tool
-from shadow.codes import CODE_TABLE, Code, CodeSpec, NextAction
-from shadow.config import configure
-from shadow.contract import ErrorPayload, Fail, OkPayload, Payload, ToolError
-from shadow.describe import describe
-from shadow.guard import Outcome, arun_tool, guard, run_tool
-from shadow.rules import Rules, Translation
-from shadow.schema import PayloadError, is_valid, schema, validate
-from shadow.sessions import mark, session
-from shadow.writer import flush
+from shadow import _deprecated, flags, normalize, tokens
+from shadow._adapter import tool
+from shadow._config import configure
+from shadow._redact import Public
+from shadow._sessions import mark, session
+from shadow.calllog._writer import flush
+from shadow.contract import (
+    CODE_TABLE,
+    Code,
+    CodeSpec,
+    ErrorPayload,
+    Fail,
+    NextAction,
+    OkPayload,
+    Outcome,
+    Payload,
+    PayloadError,
+    Rules,
+    ToolError,
+    Translation,
+    arun_tool,
+    describe,
+    guard,
+    is_valid,
+    run_tool,
+    schema,
+    validate,
+)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
-_logs.setup()  # stderr, JSON when not a terminal; a no-op when the application configured structlog itself
+_deprecated.install()
+__getattr__ = _deprecated.module_getattr
 
 __all__ = [
     "CODE_TABLE",
@@ -30,6 +50,7 @@ __all__ = [
     "Outcome",
     "Payload",
     "PayloadError",
+    "Public",
     "Rules",
     "ToolError",
     "Translation",
@@ -37,6 +58,7 @@ __all__ = [
     "arun_tool",
     "configure",
     "describe",
+    "flags",
     "flush",
     "guard",
     "is_valid",

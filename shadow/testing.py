@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Final
 
-from shadow.flags import LEGACY, FlagState, Mode
-from shadow.records import Record
-from shadow.redact import dumps, to_jsonable
-from shadow.schema import validate
-from shadow.store import Store
-
-#: What must never reach a payload: traceback text, file paths, installed-package paths.
-LEAK_PATTERNS: Final = (
-    re.compile(r"Traceback \(most recent call last\)"),
-    re.compile(r"File \"[^\"]+\", line \d+"),
-    re.compile(r"site-packages|dist-packages"),
-    re.compile(r"(?<![\w:/])/(?:home|root|usr|etc|var|tmp|opt|srv|Users|private)/[\w.\-/]+"),
-    re.compile(r"\b[A-Za-z]:\\(?:[\w.\- ]+\\)+[\w.\-]*"),
-    re.compile(r"\.py\b(?:\"|'|:\d)"),
-)
+from shadow._redact import find_leaks
+from shadow.calllog._records import Record
+from shadow.contract._schema import validate
+from shadow.flags._db import LEGACY, FlagState, Mode
+from shadow.typing import Store
 
 
 class InMemoryFlags:
@@ -53,14 +41,6 @@ def assert_valid_payload(payload: object) -> None:
         raise AssertionError(f"invalid tool payload: {exc}") from None
 
 
-def find_leaks(payload: object, secrets: Iterable[str] = ()) -> list[str]:
-    """What in ``payload`` looks like a leak: traceback text, file paths, ``site-packages``, given secrets."""
-    text = dumps(to_jsonable(payload, redact=False))
-    found = [m.group(0) for pattern in LEAK_PATTERNS for m in pattern.finditer(text)]
-    found += [secret for secret in secrets if secret and secret in text]
-    return found
-
-
 def assert_no_leak(payload: object, secrets: Iterable[str] = ()) -> None:
     """Fail when ``payload`` holds a traceback, a file path, ``site-packages`` or one of ``secrets``."""
     leaks = find_leaks(payload, secrets)
@@ -82,7 +62,7 @@ class InMemoryStore:
 
     def write(self, records: Iterable[Record]) -> None:
         """Store ``records``, skipping ids stored already; raise ``StoreUnavailable`` while not ``available``."""
-        from shadow.store import StoreUnavailable
+        from shadow.calllog._store import StoreUnavailable
 
         with self._lock:
             self.attempts += 1
@@ -112,7 +92,7 @@ def recording(store: Store | None = None, *, strict: bool = True) -> Iterator[St
     ``shadow.store.SqlStore`` they are in that database. Strict by default: a failure in the shadow machinery
     raises instead of being logged and swallowed.
     """
-    from shadow.writer import Writer, set_writer
+    from shadow.calllog._writer import Writer, set_writer
 
     target: Store = store if store is not None else InMemoryStore()
     writer = Writer(target, queue_size=100_000, batch_size=100, flush_interval=0.02, spool=None, strict=strict)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from shadow.codes import Code
-from shadow.contract import Fail
-from shadow.redact import Public
+from shadow._redact import Public
+from shadow.contract._codes import Code
+from shadow.contract._payloads import Fail
 
 VERSION: Final = "s1"
 DEFAULT_MAX_BYTES: Final = 1024

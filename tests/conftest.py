@@ -7,10 +7,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+import structlog
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from shadow import config
+from shadow import _config as config
+from shadow import _sessions as sessions
 
 PG_ENV = "SHADOW_TEST_POSTGRES_URL"
 
@@ -21,8 +23,10 @@ def _fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
                 "SHADOW_FLAGS"):
         monkeypatch.delenv(var, raising=False)
     config.reset()
+    sessions._counters.clear()
     yield
     config.reset()
+    structlog.reset_defaults()  # capture_logs() leaves structlog "configured", which reroutes shadow's events
 
 
 @pytest.fixture
@@ -54,7 +58,7 @@ def pg_url() -> Iterator[str]:
     try:
         yield url
     finally:
-        from shadow import db
+        from shadow.calllog import _db as db
 
         db.dispose_all()
         with engine.connect() as conn:

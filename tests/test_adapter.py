@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shadow
-from shadow import config, sessions
-from shadow.adapter import tool
-from shadow.flags import FlagState, Mode, bucket
-from shadow.records import CallRecord, MarkRecord
+from shadow import _config as config
+from shadow import _sessions as sessions
+from shadow._adapter import tool
+from shadow.calllog._records import CallRecord, MarkRecord
+from shadow.flags._db import FlagState, Mode, bucket
 from shadow.testing import InMemoryFlags, InMemoryStore, assert_valid_payload, recording
 
 
@@ -327,7 +328,7 @@ def test_a_broken_writer_is_logged_and_swallowed_unless_strict(monkeypatch: pyte
         def submit(self, item: Any) -> None:
             raise RuntimeError("queue exploded")
 
-    monkeypatch.setattr("shadow.adapter.get_writer", lambda: Broken())
+    monkeypatch.setattr("shadow._adapter.get_writer", lambda: Broken())
     sentinel = object()
 
     @tool(flags=InMemoryFlags({"b": "shadow"}))

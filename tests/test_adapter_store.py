@@ -12,8 +12,10 @@ import pytest
 from sqlalchemy import select
 
 import shadow
-from shadow import db, migrate, tables
-from shadow.store import SqlStore
+from shadow.calllog import _db as db
+from shadow.calllog import _migrate as migrate
+from shadow.calllog import _tables as tables
+from shadow.calllog._store import SqlStore
 from shadow.testing import InMemoryFlags, recording
 
 SECRET = "hunter2-very-secret-value"

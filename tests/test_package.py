@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 import shadow
 from shadow.cli import app
-from shadow.codes import CODE_TABLE
-from shadow.describe import describe, markdown_table
+from shadow.contract._codes import CODE_TABLE
+from shadow.contract._describe import describe, markdown_table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_dunder_all_is_sorted_and_names_exactly_what_the_package_imports() -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import shadow
 from shadow import tokens
-from shadow.redact import REDACTED, Public, to_jsonable
+from shadow._redact import REDACTED, Public, to_jsonable
 from shadow.testing import assert_no_leak, assert_valid_payload
 from shadow.tokens import KeyRing, TokenError, sign, verify
 

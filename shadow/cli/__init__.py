@@ -6,14 +6,14 @@ from shadow.cli._app import ExitCode, app, main
 
 # Each topic module adds its commands to ``app`` on import, in the order of the migration workflow
 # (``shadow --help`` lists them so): try it, inventory, shadow and gate, cut over, watch, operate, integrate.
-from shadow.cli import demo as _demo  # noqa: F401  # isort: skip
-from shadow.cli import migration as _migration  # noqa: F401  # isort: skip
-from shadow.cli import flags as _flags  # noqa: F401  # isort: skip
-from shadow.cli import contract as _contract  # noqa: F401  # isort: skip
-from shadow.cli import report as _report  # noqa: F401  # isort: skip
-from shadow.cli import dashboard as _dashboard  # noqa: F401  # isort: skip
-from shadow.cli import db as _db  # noqa: F401  # isort: skip
-from shadow.cli import integrations as _integrations  # noqa: F401  # isort: skip
-from shadow.cli import eval as _eval  # noqa: F401  # isort: skip
+from shadow.cli import _demo as _demo  # isort: skip
+from shadow.cli import _migration as _migration  # isort: skip
+from shadow.cli import _flags as _flags  # isort: skip
+from shadow.cli import _contract as _contract  # isort: skip
+from shadow.cli import _report as _report  # isort: skip
+from shadow.cli import _dashboard as _dashboard  # isort: skip
+from shadow.cli import _db as _db  # isort: skip
+from shadow.cli import _integrations as _integrations  # isort: skip
+from shadow.cli import _eval as _eval  # isort: skip
 
 __all__ = ["ExitCode", "app", "main"]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+import importlib.util
 import sys
-from typing import NoReturn
+from typing import Final, NoReturn
 
 import typer
 
@@ -39,12 +40,10 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
 
 def main() -> None:
     """Console-script entry point: operational events at WARNING and above unless SHADOW_LOG_LEVEL says else."""
-    import os
-
-    from shadow import logs
+    from shadow import _logs as logs
 
     try:
-        logs.setup(os.environ.get(logs.LEVEL_ENV) or "WARNING", force=True)
+        logs.setup_cli(logs.level_from_env("WARNING"))
     except ValueError as exc:
         typer.echo(f"shadow: {exc}", err=True)
         sys.exit(int(ExitCode.USAGE))
@@ -53,3 +52,24 @@ def main() -> None:
     except UsageError as exc:
         typer.echo(f"shadow: {exc}", err=True)
         sys.exit(int(ExitCode.USAGE))
+
+
+#: What each extra brings that a command may need (import names).
+EXTRAS: Final[dict[str, tuple[str, ...]]] = {
+    "analytics": ("duckdb", "numpy"),
+    "dashboard": ("duckdb", "numpy", "plotly"),
+    "mcp": ("mcp",),
+    "openfeature": ("openfeature",),
+    "postgres": ("psycopg",),
+}
+
+
+def need_extra(extra: str) -> None:
+    """Exit 2, with the install line and no traceback, when a module ``extra`` brings is not installed."""
+    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    if missing:
+        fail(
+            f"this command needs the '{extra}' extra ({', '.join(missing)} is not installed): "
+            f"pip install 'shadow-errors[{extra}]' (from a checkout: pip install -e '.[{extra}]')",
+            ExitCode.USAGE,
+        )

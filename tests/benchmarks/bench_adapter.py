@@ -19,9 +19,9 @@ from typing import Any
 import structlog
 
 import shadow
-from shadow.store import SqlStore
+from shadow.calllog._store import SqlStore
+from shadow.calllog._writer import Writer, set_writer
 from shadow.testing import InMemoryFlags
-from shadow.writer import Writer, set_writer
 
 
 def legacy(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:

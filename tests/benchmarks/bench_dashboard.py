@@ -25,10 +25,10 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from bench_report import generate, peak_rss_mib  # noqa: E402
 
-from shadow import migrate  # noqa: E402
-from shadow.dashboard import build_dashboard  # noqa: E402
-from shadow.report import loop_rate_report  # noqa: E402
-from shadow.warehouse import Warehouse  # noqa: E402
+from shadow.analytics._report import loop_rate_report  # noqa: E402
+from shadow.analytics._warehouse import Warehouse  # noqa: E402
+from shadow.calllog import _migrate as migrate  # noqa: E402
+from shadow.dashboard._page import build_dashboard  # noqa: E402
 
 
 def synced(work: Path, name: str, calls: int, *, reuse: bool = False) -> Path:

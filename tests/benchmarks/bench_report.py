@@ -27,9 +27,10 @@ import duckdb
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from shadow import migrate, tables  # noqa: E402
-from shadow.report import loop_rate_report  # noqa: E402
-from shadow.warehouse import Warehouse, _columnar, _ddl, _from_batch  # noqa: E402
+from shadow.analytics._report import loop_rate_report  # noqa: E402
+from shadow.analytics._warehouse import Warehouse, _columnar, _ddl, _from_batch  # noqa: E402
+from shadow.calllog import _migrate as migrate  # noqa: E402
+from shadow.calllog import _tables as tables  # noqa: E402
 
 SPAN_S = 30 * 86400
 

@@ -26,12 +26,13 @@ import psycopg
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from shadow import db, migrate
-from shadow.ids import new_id
-from shadow.records import CallRecord
-from shadow.store import SqlStore, utc
-from shadow.tables import calls
-from shadow.writer import Writer
+from shadow._ids import new_id
+from shadow.calllog import _db as db
+from shadow.calllog import _migrate as migrate
+from shadow.calllog._records import CallRecord
+from shadow.calllog._store import SqlStore, utc
+from shadow.calllog._tables import calls
+from shadow.calllog._writer import Writer
 
 BATCH = 500
 COLUMNS = [c.name for c in calls.columns if c.name != "inserted_at"]

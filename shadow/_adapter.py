@@ -1,0 +1,275 @@
+"""The dual-emit adapter: ``@shadow.tool`` wraps a legacy tool behind its flag and logs what the contract would say."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import inspect
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar, overload
+
+from shadow import _clock as clock
+from shadow import _sessions as sessions
+from shadow._config import settings
+from shadow._fingerprint import argument_hashes, fingerprint
+from shadow._ids import new_id
+from shadow._logs import get_logger
+from shadow._redact import JSONValue, cap, scrub_text, to_jsonable
+from shadow.calllog._records import CallRecord
+from shadow.calllog._writer import get_writer
+from shadow.contract._codes import Code
+from shadow.contract._guard import Outcome, outcome_of_exception, outcome_of_value
+from shadow.contract._payloads import Payload, ToolError
+from shadow.contract._rules import Rules
+from shadow.contract._schema import is_valid
+from shadow.flags import _db as flagmod
+from shadow.flags._db import Mode, Variant
+from shadow.typing import FlagSource
+
+log = get_logger("shadow.adapter")
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DEFAULT_RULES: Final = Rules.default()
+_PID_CACHE: list[tuple[int, str]] = []
+_MAX_EXC_TEXT: Final = 500
+
+
+def _pid() -> str:
+    pid = os.getpid()
+    if not _PID_CACHE or _PID_CACHE[0][0] != pid:
+        _PID_CACHE[:] = [(pid, str(pid))]
+    return _PID_CACHE[0][1]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What stays the same for every call of one wrapped tool."""
+
+    name: str
+    rules: Rules = _DEFAULT_RULES
+    idempotent: bool = True
+    signature: inspect.Signature | None = None
+    source: str = "live"
+
+
+class PendingCall:
+    """A call's raw facts, captured on the hot path; ``build`` (in the writer thread) makes the record."""
+
+    __slots__ = ("args", "exc", "kwargs", "latency_ns", "mode", "outcome", "seq", "session_id", "spec",
+                 "started_ns", "value", "variant")
+
+    def __init__(
+        self, spec: ToolSpec, mode: Mode, variant: Variant, session_id: str, seq: int, started_ns: int,
+        latency_ns: int, args: tuple[Any, ...], kwargs: Mapping[str, Any], value: Any = None,
+        exc: BaseException | None = None, outcome: Outcome | None = None,
+    ) -> None:
+        self.spec, self.mode, self.variant = spec, mode, variant
+        self.session_id, self.seq = session_id, seq
+        self.started_ns, self.latency_ns = started_ns, latency_ns
+        self.args, self.kwargs = args, kwargs
+        self.value, self.exc, self.outcome = value, exc, outcome
+
+    def build(self) -> CallRecord:
+        """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
+        limits = settings()
+        arguments = _guarded(self._arguments, {})
+        outcome = self.outcome or _guarded(self._outcome, None)
+        error = outcome.error if outcome is not None else None
+        served = outcome.payload if outcome is not None else None
+        payload: JSONValue = _guarded(lambda: cap(to_jsonable(served), limits.max_payload_bytes), None)
+        context = error.context if error is not None and error.context else {}
+        retry_after = context.get("retry_after_ms")
+        field = context.get("field")
+        return CallRecord(
+            id=new_id(),
+            session_id=self.session_id,
+            seq=self.seq,
+            ts=dt.datetime.fromtimestamp(self.started_ns / 1e9, dt.UTC),
+            tool=self.spec.name,
+            mode=self.mode.value,
+            variant=self.variant.value,
+            fingerprint=_guarded(lambda: fingerprint(arguments), "unfingerprintable"),
+            arg_hashes=_guarded(lambda: argument_hashes(arguments), None),
+            args=_guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
+            outcome="error" if error is not None or outcome is None else "ok",
+            legacy_payload=_guarded(lambda: self._legacy(limits.max_payload_bytes), "<unavailable>"),
+            new_payload=payload,
+            code=error.code.value if error is not None else None,
+            retryable=error.retryable if error is not None else None,
+            next_action=error.next_action.value if error is not None else None,
+            retry_after_ms=retry_after if isinstance(retry_after, int) else None,
+            error_field=field[:200] if isinstance(field, str) else None,
+            rule=outcome.rule if outcome is not None else None,
+            unmapped=outcome.unmapped if outcome is not None else True,
+            schema_valid=outcome is not None and is_valid(served),
+            latency_us=self.latency_ns // 1000,
+            process=_pid(),
+            host=sessions.HOST,
+            source=self.spec.source,
+        )
+
+    def _arguments(self) -> dict[str, Any]:
+        signature = self.spec.signature
+        if signature is None:
+            return {**{f"_{i}": a for i, a in enumerate(self.args)}, **self.kwargs}
+        bound = signature.bind_partial(*self.args, **self.kwargs).arguments
+        first = next(iter(signature.parameters), None)
+        if first in ("self", "cls") and first in bound:
+            bound = {k: v for k, v in bound.items() if k != first}
+        return dict(bound)
+
+    def _outcome(self) -> Outcome:
+        spec = self.spec
+        if self.exc is not None:
+            return outcome_of_exception(self.exc, rules=spec.rules, idempotent=spec.idempotent, tool=spec.name,
+                                        quiet=True)
+        return outcome_of_value(self.value, rules=spec.rules, idempotent=spec.idempotent, tool=spec.name)
+
+    def _legacy(self, max_bytes: int) -> JSONValue:
+        if self.exc is not None:
+            text = scrub_text(str(self.exc))[:_MAX_EXC_TEXT]
+            return {"exception": type(self.exc).__qualname__, "message": text}
+        return cap(to_jsonable(self.value), max_bytes)
+
+
+def _guarded(build: Callable[[], Any], fallback: Any) -> Any:
+    """One part of a record; a part that cannot be built becomes ``fallback`` so the record still lands."""
+    for _attempt in range(3):  # a value mutated by its caller mid-conversion may raise RuntimeError once
+        try:
+            return build()
+        except RuntimeError:
+            continue
+        except Exception as exc:
+            log.warning("record_part_failed", error_type=type(exc).__name__)
+            return fallback
+    return fallback
+
+
+def _internal_failure(tool: str, exc: Exception) -> None:
+    log.exception("shadow_failed", tool=tool, error_type=type(exc).__name__)
+    if settings().strict:
+        raise exc
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(
+    fn: None = None, /, name: str | None = None, *, rules: Rules | None = None, idempotent: bool = True,
+    flags: FlagSource | None = None, source: str = "live",
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    name: str | None = None,
+    *,
+    rules: Rules | None = None,
+    idempotent: bool = True,
+    flags: FlagSource | None = None,
+    source: str = "live",
+) -> Any:
+    """Wrap a legacy tool (plain or ``async def``) behind its flag.
+
+    ``legacy``: the legacy call only. ``shadow``: the legacy result (the same object) or exception (the same
+    one) reaches the caller, and the structured payload is logged. ``cutover``: sessions in the structured arm
+    receive the structured payload instead. Failures of the adapter itself are logged and swallowed.
+    ``source`` labels the records (``"live"``; ``shadow demo`` uses ``"simulated"``).
+    """
+    if fn is None:
+        return functools.partial(_wrap, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
+    return _wrap(fn, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
+
+
+def _wrap(
+    fn: Callable[..., Any], *, name: str | None, rules: Rules | None, idempotent: bool, flags: FlagSource | None,
+    source: str = "live",
+) -> Any:
+    tool_name = name or getattr(fn, "__name__", None) or "tool"
+    try:
+        signature: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    effective_rules = rules or _DEFAULT_RULES
+    spec = ToolSpec(tool_name, effective_rules, idempotent, signature, source)
+
+    def begin() -> tuple[Mode, Variant, str, int] | None:
+        try:
+            state = (flags or flagmod.current()).state(tool_name)
+            if state.mode is Mode.LEGACY:
+                return None
+            sid = sessions.current()
+            variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
+            return state.mode, variant, sid, sessions.next_seq(sid)
+        except Exception as exc:
+            _internal_failure(tool_name, exc)
+            return None
+
+    def finish(
+        started: tuple[Mode, Variant, str, int], t0: int, latency: int, args: tuple[Any, ...],
+        kwargs: dict[str, Any], value: Any = None, exc: BaseException | None = None,
+    ) -> Payload | None:
+        mode, variant, sid, seq = started
+        outcome = None
+        if variant is Variant.STRUCTURED:
+            try:
+                if exc is not None:
+                    outcome = outcome_of_exception(exc, rules=effective_rules, idempotent=idempotent, tool=tool_name,
+                                                   quiet=True)
+                else:
+                    outcome = outcome_of_value(value, rules=effective_rules, idempotent=idempotent, tool=tool_name)
+            except Exception as failure:
+                outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
+                _internal_failure(tool_name, failure)
+        try:
+            item = PendingCall(spec, mode, variant, sid, seq, t0, latency, args, kwargs, value, exc, outcome)
+            get_writer().submit(item)
+        except Exception as failure:
+            _internal_failure(tool_name, failure)
+        return outcome.payload if outcome is not None else None
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = begin()
+            if started is None:
+                return await fn(*args, **kwargs)
+            t0 = clock.now_ns()
+            p0 = time.perf_counter_ns()
+            try:
+                value = await fn(*args, **kwargs)
+            except Exception as exc:
+                structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, exc=exc)
+                if structured is not None:
+                    return structured
+                raise
+            structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, value=value)
+            return structured if structured is not None else value
+
+        async_wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = begin()
+        if started is None:
+            return fn(*args, **kwargs)
+        t0 = clock.now_ns()
+        p0 = time.perf_counter_ns()
+        try:
+            value = fn(*args, **kwargs)
+        except Exception as exc:
+            structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, exc=exc)
+            if structured is not None:
+                return structured
+            raise
+        structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, value=value)
+        return structured if structured is not None else value
+
+    wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
+    return wrapper

@@ -1,0 +1,116 @@
+"""Operational logging through the standard ``logging`` module; shadow configures no logging of its own.
+
+Each shadow logger is a structlog logger. When the application configured structlog, events go through the
+application's pipeline; otherwise they go to the stdlib logger of the same name (``shadow.writer``, ...), so the
+host's handlers, levels and formats apply. The command line sets up stderr output for itself (``setup_cli``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import sys
+from collections.abc import MutableMapping
+from typing import Any, Final
+
+import structlog
+
+LEVEL_ENV: Final = "SHADOW_LOG_LEVEL"
+#: The attribute of a ``logging.LogRecord`` that carries the event's fields.
+FIELDS: Final = "shadow_fields"
+
+
+def _to_stdlib(
+    _logger: Any, method: str, event: MutableMapping[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The last processor: the event name as the message, the fields on the record (``record.shadow_fields``)."""
+    exc_info = event.pop("exc_info", None)
+    name = str(event.pop("event", ""))
+    fields = dict(event)
+    text = " ".join([name, *(f"{k}={v!r}" for k, v in fields.items())])
+    return (text,), {"exc_info": exc_info, "extra": {FIELDS: {"event": name, **fields}}}
+
+
+class _Logger:
+    """A logger that picks its route per call: the application's structlog, else stdlib ``logging``."""
+
+    __slots__ = ("_name", "_stdlib")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._stdlib: Any = structlog.wrap_logger(
+            logging.getLogger(name),
+            processors=[structlog.stdlib.filter_by_level, _to_stdlib],
+            wrapper_class=structlog.stdlib.BoundLogger,
+        )
+
+    def _target(self) -> Any:
+        if structlog.is_configured():
+            return structlog.get_logger(self._name)
+        return self._stdlib
+
+    def debug(self, event: str, **kw: Any) -> None:
+        self._target().debug(event, **kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        self._target().info(event, **kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        self._target().warning(event, **kw)
+
+    def error(self, event: str, **kw: Any) -> None:
+        self._target().error(event, **kw)
+
+    def exception(self, event: str, **kw: Any) -> None:
+        self._target().exception(event, **kw)
+
+
+def get_logger(name: str) -> _Logger:
+    """The logger of one shadow component (``shadow.writer``, ``shadow.flags``, ...)."""
+    return _Logger(name)
+
+
+class _Formatter(logging.Formatter):
+    """The CLI's stderr format: JSON lines when stderr is not a terminal, readable lines when it is."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = dict(getattr(record, FIELDS, None) or {"event": record.getMessage()})
+        ts = dt.datetime.fromtimestamp(record.created, dt.UTC)
+        if self._tty:
+            text = f"{ts:%Y-%m-%d %H:%M:%S} [{record.levelname.lower():<8}] {record.getMessage()}"
+            return text + ("\n" + self.formatException(record.exc_info) if record.exc_info else "")
+        out: dict[str, Any] = {**fields, "level": record.levelname.lower(), "logger": record.name,
+                               "timestamp": ts.isoformat()}
+        if record.exc_info and record.exc_info[0] is not None:
+            # The type only: exception text and locals may carry secrets.
+            out["exception"] = record.exc_info[0].__name__
+        return json.dumps(out, default=str)
+
+
+def level_from_env(default: str = "WARNING") -> int:
+    """The level ``SHADOW_LOG_LEVEL`` names, else ``default``; an invalid value raises ``ValueError`` saying why."""
+    name = (os.environ.get(LEVEL_ENV) or default).strip().upper()
+    number = logging.getLevelName(name)
+    if not isinstance(number, int):
+        raise ValueError(f"{LEVEL_ENV}={name!r} is not a log level; use DEBUG, INFO, WARNING or ERROR")
+    return number
+
+
+def setup_cli(level: int) -> None:
+    """For the ``shadow`` command only: shadow's events to stderr at ``level`` (never called on import)."""
+    logger = logging.getLogger("shadow")
+    for handler in list(logger.handlers):
+        if getattr(handler, "_shadow_cli", False):
+            logger.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter(sys.stderr.isatty()))
+    handler._shadow_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False

@@ -1,0 +1,119 @@
+"""Agent sessions: which task a call belongs to, its sequence number, and the marks that hand over control."""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import os
+import socket
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final, Literal
+
+from shadow import _clock as clock
+from shadow._ids import new_id
+from shadow._logs import get_logger
+from shadow.calllog._records import MarkRecord
+
+log = get_logger("shadow.sessions")
+
+MARK_KINDS: Final = ("user_turn", "end")
+MarkKind = Literal["user_turn", "end"]
+_MAX_SESSION_ID: Final = 200
+_MAX_COUNTERS: Final = 100_000
+
+HOST: Final = socket.gethostname()[:255]
+
+_current: contextvars.ContextVar[str | None] = contextvars.ContextVar("shadow_session", default=None)
+_counters: OrderedDict[str, itertools.count[int]] = OrderedDict()
+_counters_lock = threading.Lock()
+_process_session: tuple[int, str] | None = None
+
+
+def _check_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValueError("a session id must be a non-empty string, for example shadow.session('task-42')")
+    if len(session_id) > _MAX_SESSION_ID:
+        raise ValueError(f"a session id may have at most {_MAX_SESSION_ID} characters, not {len(session_id)}")
+    return session_id
+
+
+@contextmanager
+def session(session_id: str | None = None) -> Iterator[str]:
+    """Group the calls of one agent task: ``with shadow.session("task-42"):``.
+
+    A context variable, so it follows asyncio tasks; in a worker thread, enter ``shadow.session(same_id)`` again
+    (calls from all threads of one session share one sequence). Without an id, a fresh one is made.
+    """
+    sid = _check_id(session_id) if session_id is not None else f"s-{uuid.uuid4().hex}"
+    token = _current.set(sid)
+    try:
+        yield sid
+    finally:
+        _current.reset(token)
+
+
+def process_session() -> str:
+    """The session of calls made outside any ``shadow.session``: one per process (renewed after fork)."""
+    global _process_session
+    found = _process_session
+    if found is None:
+        pid = os.getpid()
+        found = _process_session = (pid, f"proc-{HOST}-{pid}-{uuid.uuid4().hex[:8]}")
+    return found[1]
+
+
+def _forget_process_session() -> None:
+    global _process_session
+    _process_session = None
+
+
+os.register_at_fork(after_in_child=_forget_process_session)
+
+
+def current() -> str:
+    """The session id calls are logged under right now."""
+    return _current.get() or process_session()
+
+
+def next_seq(session_id: str) -> int:
+    """The next sequence number in ``session_id`` (shared by calls and marks, across threads)."""
+    counter = _counters.get(session_id)
+    if counter is None:
+        with _counters_lock:
+            counter = _counters.get(session_id)
+            if counter is None:
+                counter = _counters[session_id] = itertools.count(1)
+                if len(_counters) > _MAX_COUNTERS:
+                    _counters.popitem(last=False)
+    return next(counter)
+
+
+def mark(kind: MarkKind, *, source: str = "live") -> None:
+    """Record that the agent handed over to a person (``"user_turn"``) or finished (``"end"``)."""
+    if kind not in MARK_KINDS:
+        raise ValueError(f"mark kind must be one of {', '.join(MARK_KINDS)}, not {kind!r}")
+    sid = current()
+    record = MarkRecord(
+        id=new_id(),
+        session_id=sid,
+        seq=next_seq(sid),
+        ts=clock.now(),
+        kind=kind,
+        process=str(os.getpid()),
+        host=HOST,
+        source=source,
+    )
+    from shadow.calllog._writer import get_writer
+
+    try:
+        get_writer().submit(record)
+    except Exception:
+        log.exception("mark_not_logged", kind=kind)
+        from shadow._config import settings
+
+        if settings().strict:
+            raise

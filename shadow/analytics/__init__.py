@@ -1,0 +1,68 @@
+"""Loop-rate analytics: the DuckDB warehouse, the SQL models (package data), statistics, the report, readiness.
+
+Its modules need the ``analytics`` extra (``pip install 'shadow-errors[analytics]'``), so the names below are
+imported on first use: ``import shadow`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shadow.analytics._ready import Readiness, Thresholds, codes_for_tool, readiness
+    from shadow.analytics._render import render_csv, render_table
+    from shadow.analytics._report import loop_rate_report
+    from shadow.analytics._report_types import LoopRateReport, UnknownToolError
+    from shadow.analytics._source import SourceError, WarehouseError
+    from shadow.analytics._sql import models_dir
+    from shadow.analytics._warehouse import ExportResult, SyncResult, Warehouse, export_parquet, sync
+
+_WHERE = {
+    "ExportResult": "shadow.analytics._warehouse",
+    "LoopRateReport": "shadow.analytics._report_types",
+    "Readiness": "shadow.analytics._ready",
+    "SourceError": "shadow.analytics._source",
+    "SyncResult": "shadow.analytics._warehouse",
+    "Thresholds": "shadow.analytics._ready",
+    "UnknownToolError": "shadow.analytics._report_types",
+    "Warehouse": "shadow.analytics._warehouse",
+    "WarehouseError": "shadow.analytics._source",
+    "codes_for_tool": "shadow.analytics._ready",
+    "export_parquet": "shadow.analytics._warehouse",
+    "loop_rate_report": "shadow.analytics._report",
+    "models_dir": "shadow.analytics._sql",
+    "readiness": "shadow.analytics._ready",
+    "render_csv": "shadow.analytics._render",
+    "render_table": "shadow.analytics._render",
+    "sync": "shadow.analytics._warehouse",
+}
+
+__all__ = [
+    "ExportResult",
+    "LoopRateReport",
+    "Readiness",
+    "SourceError",
+    "SyncResult",
+    "Thresholds",
+    "UnknownToolError",
+    "Warehouse",
+    "WarehouseError",
+    "codes_for_tool",
+    "export_parquet",
+    "loop_rate_report",
+    "models_dir",
+    "readiness",
+    "render_csv",
+    "render_table",
+    "sync",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Import a name of this subpackage on first use."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), name)

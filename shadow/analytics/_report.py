@@ -1,0 +1,317 @@
+"""The loop-rate report: per arm, per tool, code and day, before vs after cutover, the two-arm test, savings."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shadow._clock import parse_time
+from shadow.analytics import _sql as sql
+from shadow.analytics import _stats as stats
+from shadow.analytics._defaults import DEFAULT_SEED
+from shadow.analytics._render import csv_rows, render_csv, render_table
+from shadow.analytics._report_types import (
+    FOLLOW_UPS,
+    SCHEMA_VERSION,
+    VARIANTS,
+    ArmStats,
+    By,
+    Comparison,
+    DataRange,
+    Design,
+    Filters,
+    FlagChange,
+    GroupRow,
+    LoopRateReport,
+    PeriodStats,
+    Savings,
+    ToolReport,
+    UnknownToolError,
+    iso,
+)
+from shadow.analytics._warehouse import Warehouse, WarehouseError
+
+__all__ = [
+    "FOLLOW_UPS", "SCHEMA_VERSION", "VARIANTS", "ArmStats", "By", "Comparison", "DataRange", "Design", "Filters",
+    "FlagChange", "GroupRow", "LoopRateReport", "PeriodStats", "Savings", "ToolReport", "UnknownToolError",
+    "csv_rows", "iso", "loop_rate_report", "parse_time", "render_csv", "render_table",
+]
+
+
+# --- building the report ------------------------------------------------------------------------------------------
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _params(filters: Filters) -> dict[str, Any]:
+    return {"tool": filters.tool, "since": filters.since, "until": filters.until}
+
+
+def _records(con: Any, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    cur = sql.run(con, name, params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def _add(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Column sums of additive count rows."""
+    out: dict[str, float] = defaultdict(float)
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out[k] += v
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Sessions sharing one shape of errors and loops per arm (``report_sessions``)."""
+
+    tool: str | None
+    errors_a: int
+    loops_a: int
+    errors_b: int
+    loops_b: int
+    split: stats.PairedCluster
+    weight: int
+
+    @property
+    def paired(self) -> stats.PairedCluster:
+        return stats.PairedCluster(self.errors_a, self.loops_a, self.errors_b, self.loops_b, self.weight)
+
+    def arm(self, variant: str) -> stats.Cluster:
+        if variant == "legacy":
+            return stats.Cluster(self.errors_a, self.loops_a, self.weight)
+        return stats.Cluster(self.errors_b, self.loops_b, self.weight)
+
+
+def _shapes(rows: Sequence[Mapping[str, Any]]) -> list[_Shape]:
+    return [_Shape(None if r["all_tools"] else r["tool"], int(r["errors_a"]), int(r["loops_a"]),
+                   int(r["errors_b"]), int(r["loops_b"]),
+                   stats.PairedCluster(int(r["split_errors_a"]), int(r["split_loops_a"]), int(r["split_errors_b"]),
+                                       int(r["split_loops_b"]), int(r["sessions"])),
+                   int(r["sessions"])) for r in rows]
+
+
+def _arm(variant: str, calls: Mapping[str, Any] | None, err: Mapping[str, Any] | None, codes: Mapping[str, int],
+         clusters: Sequence[stats.Cluster] | None = None, boot: stats.Interval | None = None,
+         sums: Mapping[str, Any] | None = None) -> ArmStats:
+    e = dict(err or {})
+    errors, loops = int(e.get("errors") or 0), int(e.get("loops") or 0)
+    wil = stats.wilson(loops, errors)
+    clu = sessions = None
+    if sums is not None:
+        sessions = int(sums["sessions"])
+        clu = stats.cluster_interval(sessions, errors, loops, float(sums["sum_ee"]), float(sums["sum_ll"]),
+                                     float(sums["sum_el"]))
+    elif clusters is not None:
+        with_errors = [c for c in clusters if c.errors > 0]
+        sessions = sum(c.weight for c in with_errors)
+        found = stats.ratio_se(with_errors)
+        if found is not None and sessions > 1:
+            rate, se, _ = found
+            clu = stats.Interval(max(0.0, rate - stats.Z95 * se), min(1.0, rate + stats.Z95 * se))
+    b2b = int(e.get("back_to_back_loops") or 0)
+    justified = int(e.get("justified_retries") or 0)
+    return ArmStats(
+        variant=variant,
+        calls=int(calls["calls"]) if calls else errors,
+        sessions=sessions,
+        errors=errors,
+        loops=loops,
+        loop_rate=_ratio(loops, errors),
+        ci_low=wil.low if wil else None, ci_high=wil.high if wil else None,
+        cluster_ci_low=clu.low if clu else None, cluster_ci_high=clu.high if clu else None,
+        bootstrap_ci_low=boot.low if boot else None, bootstrap_ci_high=boot.high if boot else None,
+        back_to_back_loops=b2b,
+        loops_after_mark=loops - b2b,
+        mean_loop_length=_ratio(float(e.get("loop_length_sum") or 0), loops),
+        justified_retries=justified,
+        justified_retries_with_hint=int(e.get("justified_retries_with_hint") or 0),
+        justified_retries_waited=int(e.get("justified_retries_waited") or 0),
+        unjustified_loops=loops - justified,
+        unjustified_loop_rate=_ratio(loops - justified, errors),
+        unmapped_errors=int(e.get("unmapped_errors") or 0),
+        schema_invalid_calls=int(calls["schema_invalid_calls"]) if calls else 0,
+        follow_ups={k: int(e.get(f"follow_{k}") or 0) for k in FOLLOW_UPS},
+        field_repairs={k: int(e.get(f"field_repair_{k}") or 0) for k in ("changed", "unchanged", "unknown")},
+        codes=dict(sorted(codes.items())),
+    )
+
+
+def _comparison(scope: str, shapes: Sequence[_Shape], opts: Mapping[str, int]) -> Comparison:
+    split = [s.split for s in shapes]
+    if sum(c.errors_a * c.weight for c in split) and sum(c.errors_b * c.weight for c in split):
+        return Comparison(scope, "randomised", stats.compare_arms(split, **opts))
+    every = [s.paired for s in shapes]
+    oa, ob = sum(c.errors_a * c.weight for c in every), sum(c.errors_b * c.weight for c in every)
+    test = stats.compare_arms(every, **opts)
+    if oa and ob:
+        message = "observational, not randomised (no percentage split with errors in both arms): " + test.message
+        return Comparison(scope, "observational", dataclasses.replace(test, message=message))
+    message = (f"nothing to compare: only one arm has errors (legacy {oa}, structured {ob}); cut over a "
+               "percentage of sessions to measure the difference")
+    return Comparison(scope, "none", dataclasses.replace(test, message=message))
+
+
+def _savings(variants: Sequence[ArmStats], data: DataRange) -> Savings:
+    by = {v.variant: v for v in variants}
+    tasks = data.sessions
+    legacy, structured = by.get("legacy"), by.get("structured")
+    wl = _ratio(legacy.unjustified_loops, legacy.errors) if legacy else None
+    ws = _ratio(structured.unjustified_loops, structured.errors) if structured else None
+    per_task = _ratio(data.errors, tasks)
+    latency = data.median_latency_us
+    if wl is None or ws is None or per_task is None:
+        message = "savings need errors in both arms (legacy and structured); cut over part of the traffic first"
+        saved = None
+    else:
+        saved = (wl - ws) * per_task
+        message = (f"{saved:.2f} round trips saved per task ({saved * 1000:.0f} per 1,000 tasks): "
+                   f"{per_task:.2f} errors per task, each wasting {wl:.3f} identical repeats on legacy "
+                   f"vs {ws:.3f} on structured")
+    return Savings(
+        tasks=tasks, calls_per_task=_ratio(data.calls, tasks), errors_per_task=per_task,
+        wasted_per_error_legacy=wl, wasted_per_error_structured=ws,
+        round_trips_saved_per_task=saved,
+        round_trips_saved_per_1000_tasks=saved * 1000 if saved is not None else None,
+        median_latency_us=latency,
+        seconds_saved_per_1000_tasks=saved * 1000 * latency / 1e6 if saved is not None and latency else None,
+        message=message,
+    )
+
+
+def _periods(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[PeriodStats]]:
+    out: dict[str, list[PeriodStats]] = defaultdict(list)
+    for r in rows:
+        errors, loops = int(r["errors"]), int(r["loops"])
+        wil = stats.wilson(loops, errors)
+        clu = stats.cluster_interval(int(r["sessions"]), errors, loops, float(r["sum_ee"]), float(r["sum_ll"]),
+                                     float(r["sum_el"]))
+        out[r["tool"]].append(PeriodStats(
+            r["period"], r["variant"], int(r["sessions"]), errors, loops, _ratio(loops, errors),
+            wil.low if wil else None, wil.high if wil else None, clu.low if clu else None,
+            clu.high if clu else None))
+    return out
+
+
+def loop_rate_report(
+    warehouse: Warehouse,
+    *,
+    tool: str | None = None,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+    seed: int = DEFAULT_SEED,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    min_errors: int = stats.MIN_ERRORS_PER_ARM,
+    min_sessions: int = stats.MIN_SESSIONS_PER_ARM,
+) -> LoopRateReport:
+    """Build the loop-rate report from a synced warehouse. Times are UTC (naive or aware); ``until`` is exclusive.
+
+    Raises ``UnknownToolError`` when ``tool`` has no calls in the warehouse, ``WarehouseError`` when it is empty.
+    """
+    if not warehouse.is_synced():
+        raise WarehouseError("the warehouse is empty; run `shadow sync` first")
+    filters = Filters(tool, _utc(since), _utc(until))
+    if filters.since and filters.until and filters.since >= filters.until:
+        raise ValueError(f"--since ({iso(filters.since)}) must be before --until ({iso(filters.until)})")
+    con = warehouse.con
+    params = _params(filters)
+    total = _records(con, "report_totals", params)[0]
+    if tool is not None and not total["calls"]:
+        known = [r["tool"] for r in _records(con, "known_tools")]
+        if tool not in known:
+            listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+            raise UnknownToolError(f"no calls of tool {tool!r} in the warehouse; known tools: {listed or 'none'}")
+    data = DataRange(total["first_call"], total["last_call"], int(total["calls"]), int(total["errors"]),
+                     int(total["sessions"]),
+                     float(total["median_latency_us"]) if total["median_latency_us"] is not None else None)
+    opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
+    call_rows = _records(con, "report_calls", params)
+    err_rows = _records(con, "report_errors", params)
+    shapes = _shapes(_records(con, "report_sessions", params))
+    periods = _periods(_records(con, "report_periods", params))
+    day_sums = {(r["variant"], _key(r["day"])): r for r in _records(con, "report_days", params)}
+
+    calls_vt = {(r["variant"], r["tool"]): r for r in call_rows if not r["by_day"]}
+    calls_vd = {(r["variant"], _key(r["day"])): r for r in call_rows if r["by_day"]}
+    errs_vt = {(r["variant"], r["tool"]): r for r in err_rows if not (r["by_code"] or r["by_day"])}
+    errs_vc = {(r["variant"], str(r["code"])): r for r in err_rows if r["by_code"]}
+    errs_vd = {(r["variant"], _key(r["day"])): r for r in err_rows if r["by_day"]}
+    pooled = [s for s in shapes if s.tool is None]
+
+    variants: list[ArmStats] = []
+    for variant in sorted({v for v, _ in calls_vt} | {v for v, _ in errs_vt}, key=_variant_order):
+        clusters = [s.arm(variant) for s in pooled]
+        boot = stats.bootstrap_rate(clusters, seed=seed, resamples=resamples)
+        codes = {c: int(r["errors"]) for (v, c), r in errs_vc.items() if v == variant}
+        variants.append(_arm(
+            variant, _add([r for (v, _), r in calls_vt.items() if v == variant]),
+            _add([r for (v, _), r in errs_vt.items() if v == variant]), codes, clusters, boot))
+
+    def rows_for(dim: By, calls: Mapping[tuple[str, str], Any], errs: Mapping[tuple[str, str], Any]) -> list[GroupRow]:
+        keys = sorted(set(calls) | set(errs), key=lambda k: (k[1], _variant_order(k[0])))
+        out = []
+        for variant, key in keys:
+            clusters = [s.arm(variant) for s in shapes if s.tool == key] if dim == "tool" else None
+            out.append(GroupRow(dim, key, _arm(variant, calls.get((variant, key)), errs.get((variant, key)), {},
+                                               clusters, sums=day_sums.get((variant, key)) if dim == "day" else None)))
+        return out
+
+    tool_rows = rows_for("tool", calls_vt, errs_vt)
+    cutovers = dict(con.execute("SELECT tool, min(first_cutover_at) FROM flag_periods GROUP BY tool").fetchall())
+    by_tool: list[ToolReport] = []
+    for name in sorted({t for _, t in calls_vt}):
+        c = _add([r for (_, t), r in calls_vt.items() if t == name])
+        calls_n, errors_n = int(c["calls"]), int(c["errors"])
+        by_tool.append(ToolReport(
+            tool=name, calls=calls_n, errors=errors_n, unmapped_errors=int(c["unmapped_errors"]),
+            unmapped_share=_ratio(int(c["unmapped_errors"]), errors_n),
+            schema_invalid_calls=int(c["schema_invalid_calls"]),
+            schema_invalid_share=_ratio(int(c["schema_invalid_calls"]), calls_n),
+            cutover_at=cutovers.get(name), variants=tuple(g.stats for g in tool_rows if g.key == name),
+            periods=tuple(periods.get(name, ())),
+            comparison=_comparison(name, [s for s in shapes if s.tool == name], opts),
+        ))
+    changes = tuple(FlagChange(**r) for r in _records(con, "report_flag_changes", {"tool": tool}))
+    return LoopRateReport(
+        generated_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        filters=filters, data_range=data, variants=tuple(variants), by_tool=tuple(by_tool),
+        by_code=tuple(rows_for("code", {}, errs_vc)), by_day=tuple(rows_for("day", calls_vd, errs_vd)),
+        comparison=_comparison("all tools", pooled, opts), savings=_savings(variants, data),
+        flag_changes=changes,
+        methods={
+            "interval": "wilson 95%",
+            "cluster_interval": "cluster-robust (linearised ratio, CR1) 95%, sessions as clusters (arms, tools, days)",
+            "bootstrap": f"session-level percentile bootstrap, {resamples} resamples, seed {seed}",
+            "test": "cluster-robust Wald test of structured minus legacy loop rate, two-sided",
+            "min_errors_per_arm": min_errors, "min_sessions_per_arm": min_sessions,
+            "synced_at": warehouse.state().get("synced_at"),
+        },
+    )
+
+
+def _variant_order(variant: str) -> tuple[int, str]:
+    return (VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS), variant)
+
+
+def _key(value: object) -> str:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return "" if value is None else str(value)
+
+
+def _utc(value: dt.datetime | dt.date | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, dt.datetime):
+        return dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value

@@ -1,0 +1,246 @@
+"""The loop-rate report's result types (frozen dataclasses) and their documented JSON shape."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from shadow.analytics import _stats as stats
+
+SCHEMA_VERSION: Final = 1
+VARIANTS: Final = ("legacy", "structured")
+FOLLOW_UPS: Final = ("repeat", "repair", "other_tool", "user_turn", "end", "nothing")
+Design = Literal["randomised", "observational", "none"]
+By = Literal["tool", "code", "day"]
+
+
+class UnknownToolError(ValueError):
+    """``--tool`` names a tool the warehouse has no calls of."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmStats:
+    """Loop statistics of one arm (``variant``) within a group of errors."""
+
+    variant: str
+    calls: int
+    sessions: int | None  # sessions with an error in the group (the clusters); None where not counted
+    errors: int
+    loops: int
+    loop_rate: float | None
+    ci_low: float | None  # Wilson 95%
+    ci_high: float | None
+    cluster_ci_low: float | None  # cluster-robust 95%, sessions as clusters
+    cluster_ci_high: float | None
+    bootstrap_ci_low: float | None  # seeded session bootstrap 95% (per-arm rows only)
+    bootstrap_ci_high: float | None
+    back_to_back_loops: int
+    loops_after_mark: int
+    mean_loop_length: float | None
+    justified_retries: int
+    justified_retries_with_hint: int
+    justified_retries_waited: int
+    unjustified_loops: int
+    unjustified_loop_rate: float | None
+    unmapped_errors: int
+    schema_invalid_calls: int
+    follow_ups: Mapping[str, int]
+    field_repairs: Mapping[str, int]  # repairs after a validation_error naming a field: changed it or not
+    codes: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One arm's statistics within one tool, code or day."""
+
+    dimension: By
+    key: str
+    stats: ArmStats
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodStats:
+    """A tool's errors before or after its cutover moment, in one arm."""
+
+    period: Literal["before", "after"]
+    variant: str
+    sessions: int
+    errors: int
+    loops: int
+    loop_rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    cluster_ci_low: float | None
+    cluster_ci_high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Structured minus legacy loop rate, clustered by session; ``design`` says whether arms were randomised."""
+
+    scope: str  # "all tools" or a tool name
+    design: Design
+    test: stats.ArmComparison
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReport:
+    """One tool: readiness counts, arms, before vs after its cutover, and its two-arm comparison."""
+
+    tool: str
+    calls: int
+    errors: int
+    unmapped_errors: int
+    unmapped_share: float | None  # of errors
+    schema_invalid_calls: int
+    schema_invalid_share: float | None  # of calls
+    cutover_at: dt.datetime | None
+    variants: tuple[ArmStats, ...]
+    periods: tuple[PeriodStats, ...]
+    comparison: Comparison
+
+
+@dataclass(frozen=True, slots=True)
+class Savings:
+    """Round trips an error costs in wasted identical repeats, legacy vs structured, per task and per 1,000."""
+
+    tasks: int
+    calls_per_task: float | None
+    errors_per_task: float | None
+    wasted_per_error_legacy: float | None
+    wasted_per_error_structured: float | None
+    round_trips_saved_per_task: float | None
+    round_trips_saved_per_1000_tasks: float | None
+    median_latency_us: float | None
+    seconds_saved_per_1000_tasks: float | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlagChange:
+    """One row of the flag history; ``is_cutover`` marks a move into the structured arm."""
+
+    tool: str
+    ts: dt.datetime
+    old_mode: str | None
+    old_percent: int | None
+    new_mode: str
+    new_percent: int
+    actor: str
+    reason: str | None
+    is_cutover: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DataRange:
+    """What the report covers."""
+
+    first_call: dt.datetime | None
+    last_call: dt.datetime | None
+    calls: int
+    errors: int
+    sessions: int
+    median_latency_us: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """The report's filters: tool, and UTC times (``since`` inclusive, ``until`` exclusive)."""
+
+    tool: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopRateReport:
+    """The loop-rate report; ``to_json()`` gives its documented, stable JSON shape."""
+
+    generated_at: dt.datetime
+    filters: Filters
+    data_range: DataRange
+    variants: tuple[ArmStats, ...]
+    by_tool: tuple[ToolReport, ...]
+    by_code: tuple[GroupRow, ...]
+    by_day: tuple[GroupRow, ...]
+    comparison: Comparison
+    savings: Savings
+    flag_changes: tuple[FlagChange, ...]
+    methods: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON-ready values (times as ISO 8601 UTC strings)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "generated_at": iso(self.generated_at),
+            "filters": _plain(self.filters),
+            "data_range": _plain(self.data_range),
+            "variants": [_plain(v) for v in self.variants],
+            "by_tool": [_tool_dict(t) for t in self.by_tool],
+            "by_code": [_row_dict(r) for r in self.by_code],
+            "by_day": [_row_dict(r) for r in self.by_day],
+            "comparison": _comparison_dict(self.comparison),
+            "savings": _plain(self.savings),
+            "flag_changes": [_plain(f) for f in self.flag_changes],
+            "methods": dict(self.methods),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def rows(self, by: By = "tool") -> list[GroupRow]:
+        """The breakdown rows for ``by`` (tool rows come from ``by_tool``)."""
+        if by == "tool":
+            return [GroupRow("tool", t.tool, v) for t in self.by_tool for v in t.variants]
+        return list(self.by_code if by == "code" else self.by_day)
+
+
+# --- JSON helpers ---------------------------------------------------------------------------------------------
+
+
+def iso(value: dt.datetime | dt.date | None) -> str | None:
+    """A time as ISO 8601 UTC with a ``Z``, a date as ``YYYY-MM-DD``, None as None."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None).isoformat() + "Z"
+    return value.isoformat()
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dt.datetime | dt.date):
+        return iso(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, tuple | list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _row_dict(row: GroupRow) -> dict[str, Any]:
+    return {row.dimension: row.key, **_plain(row.stats)}
+
+
+def _comparison_dict(c: Comparison) -> dict[str, Any]:
+    t = c.test
+    return {
+        "scope": c.scope, "design": c.design,
+        "legacy": {"sessions": t.sessions_a, "errors": t.errors_a, "loops": t.loops_a, "loop_rate": t.rate_a},
+        "structured": {"sessions": t.sessions_b, "errors": t.errors_b, "loops": t.loops_b, "loop_rate": t.rate_b},
+        "difference": t.difference, "ci_low": t.ci_low, "ci_high": t.ci_high, "p_value": t.p_value,
+        "bootstrap_ci_low": t.bootstrap_ci_low, "bootstrap_ci_high": t.bootstrap_ci_high,
+        "verdict": t.verdict, "message": t.message,
+    }
+
+
+def _tool_dict(t: ToolReport) -> dict[str, Any]:
+    out = {f.name: _plain(getattr(t, f.name)) for f in dataclasses.fields(t) if f.name != "comparison"}
+    out["comparison"] = _comparison_dict(t.comparison)
+    return out

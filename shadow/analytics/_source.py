@@ -1,0 +1,132 @@
+"""Reading the call log (SQLite or PostgreSQL) for the warehouse: batches as plain values, counts, watermarks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ColumnElement,
+    DateTime,
+    Engine,
+    Integer,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    func,
+    inspect,
+    select,
+    type_coerce,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from shadow.calllog import _db as db
+
+#: Rows per batch read from the call log.
+BATCH_ROWS = 50_000
+
+
+class WarehouseError(Exception):
+    """The warehouse cannot do what was asked; the message says how to fix it."""
+
+
+class SourceError(WarehouseError):
+    """The call log cannot be read; the message says how to fix it."""
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password, for messages and the warehouse's record of its source."""
+    return make_url(db.normalise_url(url)).render_as_string(hide_password=True)
+
+
+def source_columns(table: Table, dialect: str) -> list[ColumnElement[Any]]:
+    """Columns as text or plain numbers, so that no driver or SQLAlchemy parsing happens per value."""
+    out: list[ColumnElement[Any]] = []
+    for c in table.columns:
+        if isinstance(c.type, DateTime):
+            if dialect == "postgresql":
+                out.append(cast(func.timezone("UTC", c), Text))
+            else:
+                out.append(type_coerce(c, Text))
+        elif isinstance(c.type, JSON):
+            out.append(cast(c, Text) if dialect == "postgresql" else type_coerce(c, Text))
+        elif isinstance(c.type, Boolean) and dialect != "postgresql":
+            out.append(type_coerce(c, Integer))
+        else:
+            out.append(c)
+    return out
+
+
+def lower_param(lower: dt.datetime | None, dialect: str) -> Any:
+    if lower is None:
+        return None
+    if dialect == "postgresql":
+        return lower.replace(tzinfo=dt.UTC)
+    # SQLite keeps times as text ('YYYY-MM-DD HH:MM:SS[.ffffff]'); a bound floored to the whole second compares
+    # at or below every stored time of that second or later, whatever fraction they carry.
+    return lower.replace(microsecond=0).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def where_inserted(table: Table, dialect: str) -> ColumnElement[bool]:
+    column = table.c.inserted_at
+    if dialect == "postgresql":
+        return column >= bindparam("lower", type_=DateTime(timezone=True))
+    return type_coerce(column, Text) >= bindparam("lower", type_=Text)
+
+
+def oldest_writer(engine: Engine) -> dt.datetime | None:
+    """PostgreSQL: the start of the oldest open transaction that has written (its rows carry that insert time)."""
+    if engine.dialect.name != "postgresql":
+        return None
+    query = (
+        "SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL"
+    )
+    with engine.connect() as conn:
+        found = conn.exec_driver_sql(query).scalar()
+    if found is None:
+        return None
+    assert isinstance(found, dt.datetime)
+    return found.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
+    dialect = engine.dialect.name
+    stmt = select(func.count()).select_from(table)
+    params: dict[str, Any] = {}
+    if lower is not None:
+        stmt = stmt.where(where_inserted(table, dialect))
+        params["lower"] = lower_param(lower, dialect)
+    with engine.connect() as conn:
+        return int(conn.execute(stmt, params).scalar_one())
+
+
+def batches(engine: Engine, table: Table, lower: dt.datetime | None) -> Iterator[Sequence[Sequence[Any]]]:
+    dialect = engine.dialect.name
+    stmt = select(*source_columns(table, dialect))
+    params: dict[str, Any] = {}
+    if lower is not None:
+        stmt = stmt.where(where_inserted(table, dialect))
+        params["lower"] = lower_param(lower, dialect)
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=BATCH_ROWS).execute(stmt, params)
+        yield from result.partitions()
+
+
+def check_source(engine: Engine, url: str, needed: Sequence[Table]) -> None:
+    try:
+        names = set(inspect(engine).get_table_names())
+    except SQLAlchemyError as exc:
+        raise SourceError(f"cannot read the call log at {display_url(url)}: {type(exc).__name__}; check the "
+                          "URL (SHADOW_DB_URL or --db-url) and that the database is running") from None
+    missing = [t.name for t in needed if t.name not in names]
+    if missing:
+        raise SourceError(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
+                          "with `shadow db upgrade`, or point SHADOW_DB_URL / --db-url at the store your tools log to")
+
+

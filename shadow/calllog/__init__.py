@@ -1,0 +1,32 @@
+"""The call log: records, the schema and its migrations, stores, the spool and the background writer."""
+
+from __future__ import annotations
+
+from shadow.calllog._migrate import current, head, upgrade
+from shadow.calllog._records import CallRecord, MarkRecord, Record
+from shadow.calllog._spool import Spool
+from shadow.calllog._store import SqlStore, StoreUnavailable
+from shadow.calllog._tables import metadata
+from shadow.calllog._writer import flush, get_writer, set_writer
+from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
+from shadow.typing import Store
+
+__all__ = [
+    "CallRecord",
+    "MarkRecord",
+    "Record",
+    "RecordDropped",
+    "Spool",
+    "SqlStore",
+    "Store",
+    "StoreUnavailable",
+    "Writer",
+    "WriterStats",
+    "current",
+    "flush",
+    "get_writer",
+    "head",
+    "metadata",
+    "set_writer",
+    "upgrade",
+]

@@ -1,0 +1,322 @@
+"""The local spool: an append-only JSON-lines file per process for records the database could not take.
+
+Files are named ``<prefix>.<pid>.spool`` (the process's active file) and ``<prefix>.<pid>-<n>.spool`` (files set
+aside for replay). A file is always created locked (``flock``, under a temporary name, then renamed into place), and
+its owner keeps the lock while it lives, so a file whose lock can be taken belongs to a dead process: an orphan,
+which any later writer of the same store claims (under the lock, so two live processes never replay one file) and
+replays. Replays are safe to repeat: inserts are idempotent by record id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+from shadow._logs import get_logger
+from shadow.calllog._records import CallRecord, MarkRecord, Record
+
+fcntl: ModuleType | None
+try:  # POSIX: a spool file is locked by the process writing or replaying it
+    import fcntl
+except ImportError:  # Windows: no advisory locks; a spool is only replayed by the process that wrote it
+    fcntl = None
+
+
+log = get_logger("shadow.writer")
+
+_FORMAT: Final = 1
+_KINDS: Final[dict[str, type[CallRecord] | type[MarkRecord]]] = {"call": CallRecord, "mark": MarkRecord}
+_PID_NAME = re.compile(r"^(?P<prefix>.+)\.(?P<pid>\d+)\.spool$")
+
+
+def encode(record: Record) -> bytes:
+    """One JSON line for ``record`` (datetimes as ISO 8601 with offset)."""
+    row = record.to_row()
+    row["ts"] = row["ts"].isoformat()
+    kind = "call" if isinstance(record, CallRecord) else "mark"
+    return (json.dumps({"k": kind, "r": row}, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def decode(line: bytes) -> Record:
+    """The record of one spool line; raises ``ValueError`` (or ``KeyError``/``TypeError``) on a damaged line."""
+    item = json.loads(line)
+    cls = _KINDS[item["k"]]
+    row: dict[str, Any] = dict(item["r"])
+    row["ts"] = dt.datetime.fromisoformat(row["ts"])
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in row.items() if k in names})
+
+
+def _header(tag: str) -> bytes:
+    return (json.dumps({"shadow_spool": _FORMAT, "tag": tag}, separators=(",", ":")) + "\n").encode()
+
+
+def _read_tag(path: Path) -> str | None:
+    """The store tag in a spool file's header, or None when the file has no readable header."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+        head = json.loads(first)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(head, dict) or head.get("shadow_spool") != _FORMAT:
+        return None
+    tag = head.get("tag")
+    return tag if isinstance(tag, str) else None
+
+
+def _try_lock(fd: int) -> bool:
+    if fcntl is None:
+        return False  # without locks another process's spool is never claimed (it may still be writing it)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+class SpoolFile:
+    """A spool file this process holds locked, to replay; ``finish`` removes it, ``release`` leaves it for later."""
+
+    def __init__(self, path: Path, fd: int, size: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.size = size
+        self.damaged = 0  # lines that could not be read (a write cut short by a crash)
+
+    def batches(self, size: int) -> Iterator[list[Record]]:
+        """The file's records in lists of at most ``size``; damaged lines are counted and skipped."""
+        batch: list[Record] = []
+        with self.path.open("rb") as fh:
+            fh.readline()  # the header
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    self.damaged += 1  # a last line cut short
+                    break
+                try:
+                    batch.append(decode(line))
+                except (ValueError, KeyError, TypeError):
+                    self.damaged += 1
+                    continue
+                if len(batch) >= size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+    def finish(self) -> None:
+        """Remove the file (every record in it is stored) and drop the lock."""
+        try:
+            if os.fstat(self.fd).st_nlink > 0 and os.stat(self.path).st_ino == os.fstat(self.fd).st_ino:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Drop the lock and keep the file: a later writer replays it."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Spool:
+    """The spool of one process for one store: append batches, set them aside for replay, claim orphans.
+
+    ``path`` is this process's file (``Settings.spool_file()``); files beside it that share its prefix are the
+    spools of other processes. ``tag`` names the store, so files of another store in the same directory are left
+    alone. ``max_bytes`` caps what this process keeps on disk (its active file and those it set aside).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int, tag: str = "") -> None:
+        given = Path(path)
+        match = _PID_NAME.match(given.name)
+        prefix = match.group("prefix") if match else given.name.removesuffix(".spool")
+        self.directory = given.parent
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self.tag = tag
+        self._pid = os.getpid()
+        self._fd = -1
+        self._size = 0  # bytes in the active file
+        self._aside = 0  # bytes in files set aside and not yet finished
+        self._active = self.path
+        self._held: list[SpoolFile] = []
+
+    @property
+    def path(self) -> Path:
+        """This process's spool file (``<prefix>.<pid>.spool``)."""
+        return self.directory / f"{self.prefix}.{os.getpid()}.spool"
+
+    @property
+    def active_path(self) -> Path:
+        """The file this spool appends to: ``path``, or a variant if another spool of this process holds it."""
+        return self._active
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes this process has spooled and not yet replayed."""
+        return self._size + self._aside
+
+    def has_active(self) -> bool:
+        """Whether the active file holds records."""
+        return self._fd >= 0 and self._size > len(_header(self.tag))
+
+    def _open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temp = self.directory / f".{self.prefix}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            header = _header(self.tag)
+            os.write(fd, header)
+            os.fsync(fd)
+            final = self._free_name()
+            os.rename(temp, final)
+        except BaseException:
+            os.close(fd)
+            temp.unlink(missing_ok=True)
+            raise
+        self._fd = fd
+        self._active = final
+        self._size = len(header)
+
+    def _free_name(self) -> Path:
+        """The active file's name: ``path``, unless another spool of this process has it already."""
+        final = self.path
+        if not final.exists():
+            return final
+        try:
+            fd = os.open(final, os.O_RDONLY)
+        except FileNotFoundError:
+            return final
+        try:
+            if _try_lock(fd):
+                # Left by an earlier process that had this pid: keep its records as an orphan, under another name.
+                os.rename(final, self._aside_name())
+                return final
+        finally:
+            os.close(fd)
+        return self._aside_name()  # held by another spool object of this process
+
+    def _aside_name(self) -> Path:
+        return self.directory / f"{self.prefix}.{os.getpid()}-{secrets.token_hex(4)}.spool"
+
+    def append(self, records: Sequence[Record]) -> bool:
+        """Append ``records`` and fsync; False (and nothing written) when that would pass ``max_bytes``.
+
+        Raises ``OSError`` when the file cannot be written; a partial write is cut off again.
+        """
+        data = b"".join(encode(r) for r in records)
+        header = 0 if self._fd >= 0 else len(_header(self.tag))
+        if self.pending_bytes + header + len(data) > self.max_bytes:
+            return False
+        if self._fd < 0:
+            self._open()
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
+        except OSError:
+            os.ftruncate(self._fd, self._size)
+            raise
+        self._size += len(data)
+        return True
+
+    def set_aside(self) -> SpoolFile | None:
+        """Move the active file's records into a file of their own, to replay; new spills start a new file."""
+        if not self.has_active():
+            return None
+        target = self._aside_name()
+        try:
+            os.rename(self._active, target)
+        except OSError:
+            target = self._active  # replay it under its own name; the next spill opens a new file
+            log.warning("spool.rename_failed", spool=str(target))
+        held = SpoolFile(target, self._fd, self._size)
+        self._aside += self._size
+        self._held.append(held)
+        self._fd = -1
+        self._size = 0
+        return held
+
+    def done(self, held: SpoolFile, *, replayed: bool) -> None:
+        """``held`` is replayed (remove it) or given up for now (leave it, unlocked, for a later writer)."""
+        if held in self._held:
+            self._held.remove(held)
+            self._aside -= held.size
+        if replayed:
+            held.finish()
+        else:
+            held.release()
+
+    def claim_orphans(self) -> list[SpoolFile]:
+        """Lock and return the spool files of dead processes of this store (none that a live process holds)."""
+        found: list[SpoolFile] = []
+        mine = {self._active} | {h.path for h in self._held}
+        try:
+            candidates = sorted(self.directory.glob(f"{glob_escape(self.prefix)}.*.spool"))
+        except OSError:
+            return found
+        for path in candidates:
+            if path in mine:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                if not _try_lock(fd):
+                    os.close(fd)  # a live process holds it
+                    continue
+                st = os.fstat(fd)
+                if st.st_nlink == 0 or os.stat(path).st_ino != st.st_ino or _read_tag(path) != self.tag:
+                    os.close(fd)  # removed meanwhile, replaced, or another store's
+                    continue
+            except OSError:
+                os.close(fd)
+                continue
+            found.append(SpoolFile(path, fd, st.st_size))
+        return found
+
+    def close(self) -> None:
+        """Remove the active file when it holds no records and drop every lock; what remains waits for replay."""
+        if self._fd >= 0:
+            if not self.has_active():
+                self._active.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = -1
+            self._size = 0
+        for held in self._held:
+            held.release()
+        self._held.clear()
+        self._aside = 0
+
+    def forget_in_child(self) -> None:
+        """After ``fork``: close this process's copies of the parent's descriptors without touching its files."""
+        for fd in [self._fd, *(h.fd for h in self._held)]:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = -1
+        self._size = 0
+        self._held.clear()
+        self._aside = 0
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob metacharacters escaped."""
+    return re.sub(r"([*?\[])", r"[\1]", text)

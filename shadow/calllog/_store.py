@@ -1,0 +1,143 @@
+"""Where call records land: the ``Store`` protocol and ``SqlStore``, idempotent inserts into SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Engine, Table, exc
+from sqlalchemy.engine import make_url
+
+from shadow._clock import utc
+from shadow.calllog import _db as db
+from shadow.calllog import _migrate as migrate
+from shadow.calllog._records import CallRecord, MarkRecord, Record
+from shadow.calllog._tables import calls, marks
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached, or is locked; the writer spools the records and retries later."""
+
+
+#: Errors that say "the database is not there right now", not "these rows are wrong".
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    exc.OperationalError,
+    exc.InterfaceError,
+    exc.DisconnectionError,
+    exc.TimeoutError,
+    OSError,
+)
+
+
+def _sqlite_time(value: dt.datetime) -> str:
+    """UTC wall time in the form SQLAlchemy's SQLite ``DateTime`` stores and reads (readers attach UTC)."""
+    ts = utc(value)
+    return f"{ts:%Y-%m-%d %H:%M:%S}.{ts.microsecond:06d}"
+
+
+def _quote(name: str) -> str:
+    """A quoted SQL identifier (standard double quotes: SQLite and PostgreSQL alike)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _Insert:
+    """One table's idempotent ``executemany`` insert, built from ``shadow.tables`` (the schema source).
+
+    Rows go to the driver as tuples, bypassing per-value processing: JSON columns are serialised with
+    ``json.dumps`` (``None`` becomes JSON ``null``) and times become UTC, exactly as SQLAlchemy's types would.
+    """
+
+    def __init__(self, table: Table, record_type: type[CallRecord] | type[MarkRecord], backend: str) -> None:
+        fields = [f.name for f in dataclasses.fields(record_type)]
+        missing = [name for name in fields if name not in table.c]
+        if missing:
+            raise RuntimeError(f"{record_type.__name__} fields {missing} have no column in table {table.name!r}")
+        mark = "?" if backend == "sqlite" else "%s"
+        self.sql = (
+            f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) "
+            f"VALUES ({', '.join(mark for _ in fields)}) ON CONFLICT ({_quote('id')}) DO NOTHING"
+        )
+        self.get = operator.attrgetter(*fields)
+        self.json = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, JSON)]
+        self.times = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, DateTime)]
+        self.to_time: Callable[[dt.datetime], Any] = _sqlite_time if backend == "sqlite" else utc
+
+    def row(self, record: Record) -> tuple[Any, ...]:
+        values = list(self.get(record))
+        for i in self.json:
+            values[i] = json.dumps(values[i])
+        for i in self.times:
+            values[i] = self.to_time(values[i])
+        return tuple(values)
+
+
+class SqlStore:
+    """A ``Store`` for a database URL, through ``shadow.db.engine``; the schema is ensured once, on first write.
+
+    ``lock_timeout`` (seconds, SQLite only) bounds how long a write waits for a lock held by another connection
+    before the store reports itself unavailable; the default is the engine's busy timeout (30 s).
+    """
+
+    def __init__(self, url: str, *, lock_timeout: float | None = None) -> None:
+        self.url = db.normalise_url(url)
+        backend = make_url(self.url).get_backend_name()
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(
+                f"the call log supports SQLite and PostgreSQL, not {backend!r}; use for example "
+                "sqlite:///shadow.db or postgresql+psycopg://user@host:5432/dbname"
+            )
+        self.backend = backend
+        self.lock_timeout = lock_timeout
+        self._ensured = False
+        self._calls = _Insert(calls, CallRecord, backend)
+        self._marks = _Insert(marks, MarkRecord, backend)
+
+    def __repr__(self) -> str:
+        return f"SqlStore({make_url(self.url).render_as_string(hide_password=True)!r})"
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any password hidden."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def _engine(self) -> Engine:
+        return db.engine(self.url)  # shared per URL; shadow.db drops a forked child's inherited connections
+
+    def write(self, records: Sequence[Record]) -> None:
+        """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
+        if not records:
+            return
+        call_rows: list[tuple[Any, ...]] = []
+        mark_rows: list[tuple[Any, ...]] = []
+        for record in records:
+            if isinstance(record, CallRecord):
+                call_rows.append(self._calls.row(record))
+            elif isinstance(record, MarkRecord):
+                mark_rows.append(self._marks.row(record))
+            else:
+                raise TypeError(f"not a call or mark record: {type(record).__name__}")
+        try:
+            engine = self._engine()
+            if not self._ensured:
+                migrate.ensure(self.url)
+                self._ensured = True
+            with engine.begin() as conn:
+                if self.backend == "sqlite" and self.lock_timeout is not None:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={max(0, int(self.lock_timeout * 1000))}")
+                for insert, rows in ((self._calls, call_rows), (self._marks, mark_rows)):
+                    if rows:
+                        conn.exec_driver_sql(insert.sql, rows)
+        except _UNAVAILABLE as error:
+            # The schema may be gone with the database (a new file, a restored server): check it again next time.
+            self._ensured = False
+            migrate.forget(self.url)
+            raise StoreUnavailable(f"{self.display_url}: {type(error).__name__}: {_first_line(error)}") from error
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else ""

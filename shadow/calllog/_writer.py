@@ -1,0 +1,118 @@
+"""The process-wide call-log writer: ``get_writer``, ``set_writer`` and ``shadow.flush()``.
+
+The writer itself (a bounded queue drained by a daemon thread into the store, with a spool while the database is
+away) is ``shadow.writer_thread.Writer``; this module builds one from the settings on first use, replaces it when
+the settings change, closes it at exit and forgets it in a forked child.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from shadow._config import settings
+from shadow._logs import get_logger
+from shadow.calllog._spool import Spool
+from shadow.calllog._store import SqlStore
+from shadow.calllog._writer_thread import ORPHAN_SCAN_INTERVAL, RecordDropped, Writer, WriterStats
+
+__all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats", "flush", "get_writer", "set_writer"]
+
+log = get_logger("shadow.writer")
+
+_lock = threading.Lock()
+_writer: Writer | None = None
+_writer_settings: object | None = None  # the Settings object the writer was built from; None for set_writer's
+_retired: list[Writer] = []
+_atexit_registered = False
+
+
+def _build() -> Writer:
+    s = settings()
+    store = SqlStore(s.db_url, lock_timeout=5.0)
+    spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=store.display_url)
+    return Writer(
+        store,
+        queue_size=s.queue_size,
+        batch_size=s.batch_size,
+        flush_interval=s.flush_interval,
+        spool=spool,
+        strict=s.strict,
+    )
+
+
+def get_writer() -> Writer:
+    """The process-wide writer, created on first use from ``shadow.config.settings()``.
+
+    After ``shadow.configure(...)`` changes the settings, the next call builds a new writer and retires the old one
+    (it finishes its queue in the background). A writer installed with ``set_writer`` stays until replaced.
+    """
+    global _writer, _writer_settings, _atexit_registered
+    current = _writer
+    if current is not None and (_writer_settings is None or _writer_settings is settings()):
+        return current
+    with _lock:
+        s = settings()
+        if _writer is not None and (_writer_settings is None or _writer_settings is s):
+            return _writer
+        old = _writer
+        _writer = _build()
+        _writer_settings = s
+        if not _atexit_registered:
+            atexit.register(_close_at_exit)
+            _atexit_registered = True
+        if old is not None:
+            _retire(old)
+        return _writer
+
+
+def _retire(old: Writer) -> None:
+    _retired.append(old)
+    threading.Thread(target=old.close, name="shadow-writer-retire", daemon=True).start()
+
+
+def set_writer(writer: Writer | None) -> None:
+    """Install ``writer`` as the process-wide writer (tests, custom stores); the previous one is closed."""
+    global _writer, _writer_settings, _atexit_registered
+    with _lock:
+        old = _writer
+        _writer = writer
+        _writer_settings = None  # kept until replaced, whatever the settings say
+        if writer is not None and not _atexit_registered:
+            atexit.register(_close_at_exit)
+            _atexit_registered = True
+    if old is not None and old is not writer:
+        old.close()
+
+
+def flush(timeout: float | None = 10.0) -> bool:
+    """Wait until every record submitted so far is written or spooled; False on timeout (``shadow.flush()``)."""
+    current = _writer
+    if current is None:
+        return True
+    return current.flush(timeout)
+
+
+def _close_at_exit() -> None:
+    with _lock:
+        writers = [w for w in (*_retired, _writer) if w is not None]
+    for writer in writers:
+        try:
+            writer.close()
+        except Exception as exc:
+            log.error("writer.exit_failed", error_type=type(exc).__name__, error=str(exc)[:300])
+
+
+def _after_fork_in_child() -> None:
+    global _lock, _writer, _writer_settings
+    _lock = threading.Lock()
+    for writer in (*_retired, _writer):
+        if writer is not None:
+            writer._forget_in_child()
+    _retired.clear()
+    _writer = None
+    _writer_settings = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,107 @@
+"""``shadow dashboard``: write the cutover dashboard (one offline HTML file) and optionally serve it on localhost."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shadow.analytics._defaults import DEFAULT_MARGIN
+from shadow.cli._app import ExitCode, app, fail, need_extra
+from shadow.cli._report import DbOption, WarehouseOption, _errors_to_exit, _run_sync, _time
+
+
+class DashboardFormat(StrEnum):
+    """Output formats of ``shadow dashboard``."""
+
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def dashboard(
+    out: Annotated[Path, typer.Option("--out", "-o", dir_okay=False, help="The HTML file to write.")]
+    = Path("cutover.html"),
+    tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only this tool's calls and errors.")] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="From this UTC date or time (inclusive), e.g. 2025-03-01.")] = None,
+    subtitle: Annotated[str | None, typer.Option(
+        "--subtitle", help="A plain statement shown at the top, e.g. 'staging fleet, week 12'.")] = None,
+    db_url: DbOption = None,
+    warehouse: WarehouseOption = None,
+    no_sync: Annotated[bool, typer.Option("--no-sync", help="Draw the warehouse as it is.")] = False,
+    serve: Annotated[bool, typer.Option("--serve", help="Then serve the page until Ctrl-C.")] = False,
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port for --serve (0: any free one).")]
+    = 8050,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address for --serve; the default answers this machine only. 0.0.0.0 shares the page with "
+        "your network: do that only on a network you trust.")] = "127.0.0.1",
+    refresh: Annotated[float, typer.Option(
+        "--refresh", min=0, help="With --serve: sync and rebuild on a request at most every this many seconds "
+        "(0: never).")] = 60.0,
+    fmt: Annotated[DashboardFormat, typer.Option("--format", "-f", help="text or json (what was written).")]
+    = DashboardFormat.text,
+) -> None:
+    """Write the cutover dashboard: one self-contained HTML file that works offline (no request leaves the page).
+
+    Loop rate over time per arm with the cutover moments, per-tool before vs after with the test, readiness,
+    error codes, follow-ups after errors and savings. Syncs the warehouse first unless --no-sync.
+
+    Example: shadow dashboard --out cutover.html --since 2025-03-01 --serve --port 8050
+    """
+    need_extra("dashboard")
+    from shadow.analytics._warehouse import Warehouse, WarehouseError
+    from shadow.dashboard import _page as dash
+
+    start = _time(since, "--since")
+    if not no_sync:
+        _run_sync(db_url, warehouse, rebuild=False, margin=DEFAULT_MARGIN.total_seconds())
+
+    def build() -> str:
+        with Warehouse.open(warehouse, read_only=True) as wh:
+            return dash.build_dashboard(wh, tool=tool, since=start, subtitle=subtitle)
+
+    try:
+        page = build()
+    except (WarehouseError, ValueError) as exc:
+        _errors_to_exit(exc)
+        return
+    try:
+        written = dash.write_page(page, out)
+    except dash.OutputError as exc:
+        fail(str(exc), ExitCode.USAGE)
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}; choose another --out", ExitCode.USAGE)
+    size = written.stat().st_size
+    facts: dict[str, object] = {"out": str(written.resolve()), "bytes": size, "tool": tool, "since": since}
+    if fmt is DashboardFormat.text:
+        typer.echo(f"wrote {written} ({size / 1e6:.1f} MB, self-contained; open it in any browser, offline)")
+    if not serve:
+        if fmt is DashboardFormat.json:
+            typer.echo(json.dumps(facts))
+        return
+
+    def rebuild() -> str:
+        if not no_sync:
+            with Warehouse.open(warehouse) as wh:
+                wh.sync(db_url)
+        return build()
+
+    try:
+        server = dash.serve(rebuild, host=host, port=port, refresh=refresh, page=page)
+    except OSError as exc:
+        fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}; choose another --port (or 0 for any free one)",
+             ExitCode.UNAVAILABLE)
+    if fmt is DashboardFormat.json:
+        typer.echo(json.dumps({**facts, "url": server.url}))
+    else:
+        typer.echo(f"serving the dashboard at {server.url} (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        typer.echo("stopped", err=True)
+    finally:
+        server.shutdown()

@@ -1,0 +1,108 @@
+"""Commands about the call log's database: ``shadow db upgrade`` and ``shadow db current``."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, NoReturn
+
+import typer
+from alembic.script.revision import RevisionError
+from alembic.util import CommandError
+from sqlalchemy import exc
+from sqlalchemy.engine import make_url
+
+from shadow._config import settings
+from shadow.calllog import _db
+from shadow.calllog import _migrate as migrate
+from shadow.cli._app import ExitCode, app, fail
+
+db_app = typer.Typer(
+    name="db",
+    help="Create, upgrade and inspect the call log's database (SQLite or PostgreSQL).",
+    no_args_is_help=True,
+)
+app.add_typer(db_app, name="db")
+
+
+class Format(StrEnum):
+    """Output formats of the ``shadow db`` commands."""
+
+    text = "text"
+    json = "json"
+
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option("--db-url", "--url", help="Database URL; default: SHADOW_DB_URL, else sqlite:///shadow.db.",
+                 show_default=False),
+]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="text or json.")]
+
+
+def _resolve(url: str | None) -> tuple[str, str]:
+    """The URL to use and its display form (password hidden); a bad URL is a usage error."""
+    try:
+        full = _db.normalise_url(url or settings().db_url)
+    except ValueError as error:
+        fail(str(error), ExitCode.USAGE)
+    return full, make_url(full).render_as_string(hide_password=True)
+
+
+def _unavailable(shown: str, error: Exception) -> NoReturn:
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    reason = lines[0] if lines else type(error).__name__
+    fail(f"cannot use the database at {shown}: {reason}. Check that it runs and that the URL is right.",
+         ExitCode.UNAVAILABLE)
+
+
+@db_app.command()
+def upgrade(
+    url: UrlOption = None,
+    revision: Annotated[str, typer.Option("--revision", help="Target revision.")] = "head",
+    fmt: FormatOption = Format.text,
+) -> None:
+    """Create the call log's tables, or upgrade them to the newest schema (safe to run again; safe concurrently).
+
+    Example: shadow db upgrade --db-url postgresql+psycopg://agent@db.internal:5432/shadow
+    """
+    full, shown = _resolve(url)
+    try:
+        before = migrate.current(full)
+        migrate.upgrade(full, revision)
+        after = migrate.current(full)
+    except (exc.OperationalError, exc.InterfaceError, OSError) as error:
+        _unavailable(shown, error)
+    except exc.SQLAlchemyError as error:
+        fail(f"the upgrade of {shown} failed: {type(error).__name__}: {error}", ExitCode.FAILED)
+    except (CommandError, RevisionError) as error:
+        fail(f"{error}; use --revision head or a revision from the migrations", ExitCode.USAGE)
+    if fmt is Format.json:
+        typer.echo(json.dumps({"url": shown, "from": before, "to": after}))
+    elif before == after:
+        typer.echo(f"{shown}: already at {after}")
+    else:
+        typer.echo(f"{shown}: upgraded from {before or 'an empty database'} to {after}")
+
+
+@db_app.command()
+def current(url: UrlOption = None, fmt: FormatOption = Format.text) -> None:
+    """Show the schema revision of the database and whether it is the newest this version knows.
+
+    Example: shadow db current --format json
+    """
+    full, shown = _resolve(url)
+    try:
+        found = migrate.current(full)
+    except (exc.OperationalError, exc.InterfaceError, OSError) as error:
+        _unavailable(shown, error)
+    head = migrate.head()
+    if fmt is Format.json:
+        typer.echo(json.dumps({"url": shown, "current": found, "head": head, "up_to_date": found == head}))
+        return
+    if found is None:
+        typer.echo(f"{shown}: no schema yet (head is {head}); run: shadow db upgrade")
+    elif found == head:
+        typer.echo(f"{shown}: {found} (head)")
+    else:
+        typer.echo(f"{shown}: {found}; head is {head}; run: shadow db upgrade")

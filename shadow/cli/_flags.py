@@ -1,0 +1,180 @@
+"""``shadow flags``: set, show and audit per-tool modes, and the global kill switch."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from shadow._config import settings
+from shadow.cli._app import ExitCode, app, fail
+from shadow.flags._db import AuditEntry, DbFlags, Mode
+
+flags_app = typer.Typer(help="Per-tool modes (legacy, shadow, cutover), cutover percentages and the kill switch.",
+                        no_args_is_help=True)
+app.add_typer(flags_app, name="flags")
+
+
+class OutputFormat(StrEnum):
+    """Output formats of the flag commands."""
+
+    table = "table"
+    json = "json"
+
+
+DbUrl = Annotated[str | None, typer.Option("--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")]
+Reason = Annotated[str | None, typer.Option("--reason", "-r", help="Why, for the audit log.")]
+Actor = Annotated[str | None, typer.Option("--actor", help="Who, for the audit log (default: user@host).")]
+Format = Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
+
+
+def _store(db_url: str | None) -> DbFlags:
+    try:
+        return DbFlags(db_url or settings().db_url)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _entry_json(entry: AuditEntry) -> dict[str, object]:
+    return {
+        "tool": entry.tool, "old_mode": entry.old_mode, "old_percent": entry.old_percent,
+        "new_mode": entry.new_mode, "new_percent": entry.new_percent, "actor": entry.actor,
+        "reason": entry.reason, "ts": entry.ts.isoformat() if entry.ts else None,
+    }
+
+
+def _unavailable(exc: Exception) -> None:
+    fail(f"the flag database could not be used ({type(exc).__name__}); check --db-url or SHADOW_DB_URL",
+         ExitCode.UNAVAILABLE)
+
+
+@flags_app.command("set")
+def set_flag(
+    tool: Annotated[str, typer.Argument(help="The tool's name as the adapter logs it.")],
+    mode: Annotated[Mode, typer.Argument(help="legacy, shadow or cutover.")],
+    percent: Annotated[int, typer.Option(
+        "--percent", "-p", min=0, max=100, help="In cutover: the share of sessions served the structured payload."
+    )] = 100,
+    reason: Reason = None,
+    actor: Actor = None,
+    force: Annotated[bool, typer.Option("--force", help="Cut over although `shadow ready` says no (needs --reason).")]
+    = False,
+    db_url: DbUrl = None,
+) -> None:
+    """Set a tool's mode (and cutover percentage); every change is written to the audit log.
+
+    Example: shadow flags set create_task cutover --percent 25 --reason "ready: 0.4% unmapped"
+    """
+    if percent != 100 and mode is not Mode.CUTOVER:
+        fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
+    store = _store(db_url)
+    if mode is Mode.CUTOVER:
+        _gate(tool, store.url, force=force, reason=reason)
+    try:
+        entry = store.set(tool, mode, percent, actor=actor, reason=reason)
+    except ValueError as exc:
+        fail(str(exc))
+    except SQLAlchemyError as exc:
+        _unavailable(exc)
+    was = f"{entry.old_mode}" + (f" {entry.old_percent}%" if entry.old_mode == "cutover" else "")
+    now = entry.new_mode + (f" {entry.new_percent}%" if entry.new_mode == "cutover" else "")
+    typer.echo(f"{tool}: {was if entry.old_mode else '(unset)'} -> {now}")
+
+
+def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
+    from shadow.analytics import _ready as ready
+    from shadow.calllog import _migrate as migrate
+
+    if force:
+        if not reason:
+            fail("--force needs --reason, which goes into the audit log; for example --reason 'known gap, see #12'")
+        return
+    try:
+        migrate.ensure(url)
+        verdict = ready.readiness(url, tool)
+    except SQLAlchemyError as exc:
+        _unavailable(exc)
+    if not verdict.ready:
+        reasons = "; ".join(verdict.reasons) or "not ready"
+        fail(f"{tool} is not ready to cut over: {reasons}. Run `shadow ready {tool}` for details, "
+             "or pass --force --reason TEXT", ExitCode.FAILED)
+
+
+@flags_app.command("show")
+def show(db_url: DbUrl = None, fmt: Format = OutputFormat.table) -> None:
+    """Show every tool's flag and the kill switch.
+
+    Example: shadow flags show --format json
+    """
+    try:
+        states, killed = _store(db_url).states()
+    except SQLAlchemyError as exc:
+        _unavailable(exc)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps({"killed": killed, "tools": {
+            tool: {"mode": s.mode.value, "percent": s.percent} for tool, s in sorted(states.items())}}, indent=2))
+        return
+    if killed:
+        typer.echo("KILL SWITCH ON: every tool is served legacy")
+    if not states:
+        typer.echo("no flags set; every tool is legacy. Example: shadow flags set TOOL shadow")
+        return
+    width = max(len(t) for t in states)
+    for tool, state in sorted(states.items()):
+        pct = f" {state.percent}%" if state.mode is Mode.CUTOVER else ""
+        typer.echo(f"{tool.ljust(width)}  {state.mode.value}{pct}")
+
+
+@flags_app.command("history")
+def history(
+    tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only this tool ('*' for the kill switch).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="The newest N entries.")] = None,
+    db_url: DbUrl = None,
+    fmt: Format = OutputFormat.table,
+) -> None:
+    """Show the audit log of flag changes: who changed what, when and why.
+
+    Example: shadow flags history --tool create_task
+    """
+    try:
+        entries = _store(db_url).history(tool, limit)
+    except SQLAlchemyError as exc:
+        _unavailable(exc)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
+        return
+    for e in entries:
+        old = f"{e.old_mode}/{e.old_percent}" if e.old_mode else "(unset)"
+        typer.echo(f"{e.ts.isoformat(timespec='seconds')}  {e.tool}  {old} -> {e.new_mode}/{e.new_percent}  "
+                   f"by {e.actor}" + (f"  ({e.reason})" if e.reason else ""))
+    if not entries:
+        typer.echo("no flag changes recorded")
+
+
+@flags_app.command("kill")
+def kill(reason: Reason = None, actor: Actor = None, db_url: DbUrl = None) -> None:
+    """Send every tool back to legacy at once (every process sees it within the flag TTL).
+
+    Example: shadow flags kill --reason "loop rate up after cutover"
+    """
+    try:
+        _store(db_url).kill(actor=actor, reason=reason)
+    except SQLAlchemyError as exc:
+        _unavailable(exc)
+    typer.echo("kill switch ON: every tool is served legacy")
+
+
+@flags_app.command("unkill")
+def unkill(reason: Reason = None, actor: Actor = None, db_url: DbUrl = None) -> None:
+    """Lift the kill switch: every tool returns to its own flag.
+
+    Example: shadow flags unkill --reason "fixed"
+    """
+    try:
+        _store(db_url).unkill(actor=actor, reason=reason)
+    except SQLAlchemyError as exc:
+        _unavailable(exc)
+    typer.echo("kill switch off: tools follow their own flags")

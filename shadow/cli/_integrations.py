@@ -1,0 +1,204 @@
+"""``shadow proxy`` (an MCP server behind the flag) and ``shadow import`` (agent transcripts into the call log)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+from enum import StrEnum
+from pathlib import Path
+from types import FrameType, ModuleType
+from typing import Annotated, Any, NoReturn
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from shadow._config import settings
+from shadow._loader import import_user_module
+from shadow.calllog import _db as db
+from shadow.cli._app import ExitCode, app, fail
+from shadow.contract._rules import Rules
+from shadow.flags._db import Variant
+from shadow.transcripts._formats import FormatError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+class InputFormat(StrEnum):
+    """Transcript formats ``shadow import`` reads."""
+
+    openai = "openai"
+    anthropic = "anthropic"
+    otel = "otel"
+
+
+class OutputFormat(StrEnum):
+    """Output formats of ``shadow import``'s summary."""
+
+    table = "table"
+    json = "json"
+
+
+class ArmChoice(StrEnum):
+    """What the model was served in the imported traffic."""
+
+    legacy = "legacy"
+    structured = "structured"
+
+
+RulesOption = Annotated[str | None, typer.Option(
+    "--rules", help="Your rules, tried before the built-in ones: a module (dotted name or .py file) defining "
+                    "RULES (a shadow.Rules), or MODULE:NAME.")]
+
+
+def _import_module(ref: str) -> ModuleType:
+    try:
+        return import_user_module(ref, prefix="_shadow_rules")
+    except ValueError as exc:
+        raise ValueError(f"--rules: {exc}") from None
+
+
+def load_rules(ref: str) -> Rules:
+    """The ``shadow.Rules`` named by ``--rules``: ``MODULE`` (its ``RULES``) or ``MODULE:NAME``; a function
+    returning Rules is called. Raises ``ValueError`` saying what to fix."""
+    module_ref, _, attr = ref.rpartition(":") if re.search(r":[A-Za-z_]\w*$", ref) else (ref, "", "")
+    module = _import_module(module_ref)
+    name = attr or "RULES"
+    found: Any = getattr(module, name, None)
+    if found is None and not attr:
+        found = getattr(module, "rules", None)
+    if callable(found) and not isinstance(found, Rules):
+        found = found()
+    if found is None:
+        raise ValueError(f"--rules: {module_ref} defines no {name}; add for example "
+                         "RULES = shadow.Rules.default().on_result('quota', 'quota_exceeded'), or pass MODULE:NAME")
+    if not isinstance(found, Rules):
+        raise ValueError(f"--rules: {module_ref}.{name} is a {type(found).__name__}, not a shadow.Rules")
+    return found
+
+
+def _rules_or_fail(ref: str | None) -> Rules | None:
+    if ref is None:
+        return None
+    try:
+        return load_rules(ref)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> NoReturn:
+    raise SystemExit(128 + signal.SIGTERM)  # runs the writer's exit flush
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def proxy(
+    command: Annotated[list[str], typer.Argument(
+        help="The stdio MCP server to start, after `--`.", metavar="-- COMMAND [ARGS]...", show_default=False)],
+    name: Annotated[str, typer.Option("--name", help="The server's name: shown to the client, and part of the "
+                                                     "session ids in the call log.")],
+    rules: RulesOption = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.01, help="Seconds a call may take before it is answered as upstream_timeout.")] = 60.0,
+    start_timeout: Annotated[float, typer.Option(
+        "--start-timeout", min=0.01, help="Seconds the server may take to start and finish the MCP handshake.")]
+    = 30.0,
+) -> None:
+    """Serve a stdio MCP server's tools through shadow's flags, logging every call.
+
+    Put this command where the agent's MCP client config starts the server. Per tool the flag decides: legacy
+    (passed through, not logged), shadow (the child's result unchanged; the structured payload logged) or cutover
+    (the structured payload as JSON text and structured content; the tool description carries the codes
+    paragraph). A child that crashes is restarted on the next call.
+
+    Example: shadow proxy --name files --timeout 30 -- python -m my_mcp_server --root ./docs
+    """
+    try:
+        import anyio
+
+        from shadow.proxy._server import ProxyStartError, serve
+    except ImportError as exc:
+        fail(f"shadow proxy needs the MCP SDK ({exc}); install it with: pip install 'shadow-errors[mcp]'")
+
+    if not _NAME.match(name):
+        fail(f"--name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', for example --name files")
+    if not command:
+        fail("no MCP server command; put it after `--`, for example: shadow proxy --name files -- python server.py")
+    loaded = _rules_or_fail(rules)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        anyio.run(lambda: serve(command, name=name, rules=loaded, timeout=timeout, start_timeout=start_timeout))
+    except ProxyStartError as exc:
+        text = str(exc)
+        bad_command = "was not found" in text or "is not executable" in text
+        fail(text, ExitCode.USAGE if bad_command else ExitCode.UNAVAILABLE)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+@app.command("import")
+def import_command(
+    files: Annotated[list[Path], typer.Argument(help="Transcript files: JSON, JSON lines, or OTel exports.",
+                                                show_default=False)],
+    fmt: Annotated[InputFormat, typer.Option("--format", "-f", help="openai, anthropic or otel.",
+                                             case_sensitive=False)],
+    variant: Annotated[ArmChoice, typer.Option(
+        "--variant", help="What the model was served: legacy payloads (today's traffic) or structured ones.")]
+    = ArmChoice.legacy,
+    messages_key: Annotated[str | None, typer.Option(
+        "--messages-key", help="Key (dotted for nested) holding each record's message list, when not one of "
+                               "messages, conversation, chat, body.messages, request.messages, params.messages.")]
+    = None,
+    id_key: Annotated[str | None, typer.Option(
+        "--id-key", help="Key (dotted for nested) holding each record's conversation id, when not one of "
+                         "conversation_id, session_id, thread_id, custom_id, id.")] = None,
+    rules: RulesOption = None,
+    db_url: Annotated[str | None, typer.Option(
+        "--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")] = OutputFormat.table,
+) -> None:
+    """Read agent transcripts into the call log, so the loop rate of today's traffic can be measured.
+
+    Tool results count as errors by the format's explicit flag (Anthropic is_error, an OTel error status or
+    error.type), else by the same result rules the adapter uses. User turns between calls become marks, and a
+    final answer an end mark. Malformed records are reported and skipped. Importing a file again adds nothing.
+
+    Example: shadow import chats.jsonl --format openai --id-key thread.id --db-url sqlite:///shadow.db
+    """
+    from shadow.calllog._store import StoreUnavailable
+    from shadow.transcripts._importer import ImportOptions, read_files, write
+
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        fail(f"no such file: {', '.join(missing)}; check the paths")
+    options = ImportOptions(fmt.value, Variant(variant.value), messages_key or None, id_key or None,
+                            _rules_or_fail(rules))
+    url = db_url or settings().db_url
+    try:
+        reads = read_files(files, options)
+        total = sum(len(read.parsed.conversations) for read in reads)
+        with typer.progressbar(length=total, label="importing", file=sys.stderr, hidden=total < 1000) as bar:
+            summary = write(reads, url, options, dry_run=dry_run, progress=bar.update)
+    except FormatError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(str(exc))
+    except (StoreUnavailable, SQLAlchemyError) as exc:
+        fail(f"the call log at {db.safe_url(url)} could not be written ({type(exc).__name__}); check --db-url or "
+             "SHADOW_DB_URL", ExitCode.UNAVAILABLE)
+    if output is OutputFormat.json:
+        typer.echo(json.dumps({**summary.to_json(), "dry_run": dry_run}, indent=2))
+        return
+    for problem in summary.problems:
+        typer.echo(f"{problem.where}: {problem.message}", err=True)
+    verb = "would write" if dry_run else "wrote"
+    typer.echo(
+        f"{summary.files} file(s): {summary.conversations} conversations, {summary.calls} calls, "
+        f"{summary.errors} errors, {summary.user_turns} user turns, {summary.ends} ends, "
+        f"{summary.skipped} skipped; {verb} {summary.written} new records"
+        + (f" ({summary.already_present} already imported)" if summary.already_present else "")
+    )
+    if summary.unrecorded_arguments:
+        typer.echo(f"note: {summary.unrecorded_arguments} calls had no recorded arguments "
+                   "(gen_ai.tool.call.arguments is opt-in); they never count as repeats", err=True)

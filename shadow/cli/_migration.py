@@ -1,0 +1,143 @@
+"""Migration commands: ``shadow inventory`` (step 1) and ``shadow ready`` (the cutover gate of step 3)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from shadow._config import settings
+from shadow.analytics._ready import Readiness, StoreMissing, Thresholds, readiness
+from shadow.cli._app import ExitCode, app, fail
+from shadow.inventory._run import Inventory, emit_rules, format_table, inventory, python_files
+
+
+class OutputFormat(StrEnum):
+    """Output formats of the migration commands."""
+
+    table = "table"
+    json = "json"
+
+
+_DEFAULT = Thresholds()
+Format = Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
+
+
+@app.command("inventory")
+def inventory_command(
+    paths: Annotated[list[Path], typer.Argument(help="Source directories or .py files of the tool layer.")],
+    select: Annotated[list[str] | None, typer.Option(
+        "--select", "-s", help="Also treat as tools the functions of a module, or functions named by a glob "
+        "(module.function, Class.method); repeatable.")] = None,
+    fmt: Format = OutputFormat.table,
+    emit: Annotated[Path | None, typer.Option(
+        "--emit-rules", help="Write a Python module defining RULES, a shadow.Rules draft with one rule per site.")]
+    = None,
+) -> None:
+    """List every error a tool layer can return, without running it, with a proposed code for each.
+
+    Example: shadow inventory src/tools --emit-rules tool_rules.py
+    """
+    try:
+        files = python_files(paths)
+    except ValueError as exc:
+        fail(str(exc))
+    if not files:
+        fail(f"no .py files under {', '.join(map(str, paths))}; pass the directory that holds the tools")
+    if emit is not None and emit.suffix != ".py":
+        fail(f"--emit-rules needs a .py file name that can be imported, for example tool_rules.py (not {emit})")
+    if sys.stderr.isatty() and len(files) > 20:
+        with typer.progressbar(length=len(files), label="reading", file=sys.stderr) as bar:
+            found = inventory(files, select=select or (), on_file=lambda _path: bar.update(1))
+    else:
+        found = inventory(files, select=select or ())
+    if emit is not None:
+        _write_rules(emit, found, [str(p) for p in paths])
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(format_table(found))
+
+
+def _write_rules(target: Path, found: Inventory, sources: list[str]) -> None:
+    try:
+        target.write_text(emit_rules(found, sources), encoding="utf-8")
+    except OSError as exc:
+        fail(f"could not write {target} ({exc.strerror}); choose a writable path with --emit-rules")
+    drafted = sum(1 for s in found.sites if s.rule is not None)
+    typer.echo(f"wrote {target}: {drafted} sites with a draft rule, {len(found.unplaced)} unplaced; "
+               f"review it, then wrap each tool with @shadow.tool(rules={target.stem}.RULES)", err=True)
+
+
+@app.command()
+def ready(
+    tool: Annotated[str, typer.Argument(help="The tool's name as the adapter logs it.")],
+    db_url: Annotated[str | None, typer.Option(
+        "--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="A `shadow inventory --format json` file: check its proposed codes.")] = None,
+    since: Annotated[dt.datetime | None, typer.Option(
+        "--since", help="Count only calls from this UTC time on, e.g. after a rules change.")] = None,
+    min_calls: Annotated[int, typer.Option(help="Calls the log must hold.")] = _DEFAULT.min_calls,
+    min_errors: Annotated[int, typer.Option(help="Errors the log must hold.")] = _DEFAULT.min_errors,
+    max_unmapped_share: Annotated[float, typer.Option(
+        help="Largest share of errors no rule mapped (0 to 1).")] = _DEFAULT.max_unmapped_share,
+    max_schema_invalid: Annotated[int, typer.Option(
+        help="Schema-invalid payloads allowed.")] = _DEFAULT.max_schema_invalid,
+    max_leaks: Annotated[int, typer.Option(
+        help="Error payloads with traceback text or paths allowed.")] = _DEFAULT.max_leaks,
+    require_proposed: Annotated[bool, typer.Option(
+        "--require-proposed", help="Every code the inventory proposes must have been seen.")] = False,
+    fmt: Format = OutputFormat.table,
+) -> None:
+    """Say whether TOOL's shadow log is good enough to cut over; exits 1 when it is not.
+
+    Example: shadow ready create_task --inventory inventory.json --min-calls 500
+    """
+    try:
+        limits = Thresholds(min_calls, min_errors, max_unmapped_share, max_schema_invalid, max_leaks,
+                            require_proposed)
+        when = since.replace(tzinfo=dt.UTC) if since is not None and since.tzinfo is None else since
+        verdict = readiness(db_url or settings().db_url, tool, limits, inventory=inventory, since=when)
+    except (ValueError, StoreMissing) as exc:
+        fail(str(exc))
+    except SQLAlchemyError as exc:
+        fail(f"the call log could not be read ({type(exc).__name__}); check --db-url or SHADOW_DB_URL",
+             ExitCode.UNAVAILABLE)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(verdict.to_dict(), indent=2))
+    else:
+        typer.echo(_ready_table(verdict))
+    if not verdict.ready:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _ready_table(verdict: Readiness) -> str:
+    lines = [f"{verdict.tool}: {'READY' if verdict.ready else 'NOT READY'} for cutover"]
+    if verdict.first_call is not None and verdict.last_call is not None:
+        lines.append(f"calls from {verdict.first_call:%Y-%m-%d %H:%M} to {verdict.last_call:%Y-%m-%d %H:%M} UTC")
+    width = max(len(c.name) for c in verdict.checks)
+    for check in verdict.checks:
+        mark = "ok  " if check.passed else "FAIL"
+        value = f"{check.value:.1%}" if check.name == "unmapped_share" else str(check.value)
+        lines.append(f"  {mark} {check.name.ljust(width)}  {value:>8}  (needs {check.limit})")
+    if verdict.codes_seen:
+        seen = ", ".join(f"{code} {n}" for code, n in verdict.codes_seen.items())
+        lines.append(f"codes seen: {seen}")
+    if verdict.proposed is not None:
+        lines.append(f"proposed and seen: {', '.join(verdict.proposed_seen) or 'none'}")
+        lines.append(f"proposed, never seen: {', '.join(verdict.proposed_unseen) or 'none'}")
+        if verdict.not_proposed:
+            lines.append(f"seen, not proposed: {', '.join(verdict.not_proposed)}")
+    for leak in verdict.leaks:
+        lines.append(f"  leak in call {leak.call_id} ({leak.code}): {'; '.join(leak.found)}")
+    if verdict.reasons:
+        lines.append("to do:")
+        lines += [f"  - {reason}" for reason in verdict.reasons]
+    return "\n".join(lines)

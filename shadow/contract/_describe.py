@@ -1,0 +1,67 @@
+"""The paragraph a tool description carries: every code, what it means, and the three next actions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Literal
+
+from shadow.contract._codes import CODE_TABLE, NEXT_ACTION_MEANINGS, Code, CodeSpec
+
+Format = Literal["text", "markdown", "json"]
+
+
+def _rows(codes: Iterable[Code | str] | None) -> list[CodeSpec]:
+    if codes is None:
+        return list(CODE_TABLE.values())
+    wanted = {Code(c) for c in codes}
+    return [row for row in CODE_TABLE.values() if row.code in wanted]
+
+
+def describe(codes: Iterable[Code | str] | None = None, *, fmt: Format = "text") -> str:
+    """The codes paragraph, generated from the code table; ``codes`` narrows it to what one tool returns."""
+    rows = _rows(codes)
+    if fmt == "json":
+        return json.dumps(
+            {
+                "shape": {
+                    "success": {"ok": True, "data": "..."},
+                    "failure": {"ok": False, "error": ["code", "message", "retryable", "next_action", "context"]},
+                },
+                "next_actions": {a.value: m for a, m in NEXT_ACTION_MEANINGS.items()},
+                "codes": [
+                    {"code": r.code.value, "meaning": r.meaning, "retryable": r.retryable,
+                     "next_action": r.next_action.value, "http_status": r.http_status}
+                    for r in rows
+                ],
+            },
+            indent=2,
+        ) + "\n"
+    intro = (
+        'This tool returns JSON. Success: {"ok": true, "data": ...}. Failure: {"ok": false, "error": {"code", '
+        '"message", "retryable", "next_action", "context"}}. Read error.message for the remedy and follow '
+        "error.next_action:"
+    )
+    actions = [(a.value, m) for a, m in NEXT_ACTION_MEANINGS.items()]
+    codes_intro = "Error codes (default next_action in brackets):"
+    if fmt == "markdown":
+        lines = [intro, ""]
+        lines += [f"- `{name}`: {meaning}." for name, meaning in actions]
+        lines += ["", codes_intro, ""]
+        lines += [f"- `{r.code.value}` ({r.next_action.value}): {r.meaning}." for r in rows]
+        return "\n".join(lines) + "\n"
+    lines = [intro]
+    lines += [f"  {name}: {meaning}." for name, meaning in actions]
+    lines.append(codes_intro)
+    lines += [f"  {r.code.value} [{r.next_action.value}]: {r.meaning}." for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table() -> str:
+    """The code table as the README shows it (a test keeps the README in step)."""
+    lines = ["| code | retryable | next_action | HTTP | meaning |", "|---|---|---|---|---|"]
+    lines += [
+        f"| `{r.code.value}` | {str(r.retryable).lower()} | {r.next_action.value} | {r.http_status} | {r.meaning} |"
+        for r in CODE_TABLE.values()
+    ]
+    return "\n".join(lines) + "\n"

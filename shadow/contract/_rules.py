@@ -1,0 +1,365 @@
+"""Ordered translation rules: exceptions and legacy error values to structured errors, in one place."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+from shadow._logs import get_logger
+from shadow.contract._codes import Code, spec
+from shadow.contract._payloads import Fail, ToolError
+
+log = get_logger("shadow.rules")
+
+ExcMatch: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+ValueMatch: TypeAlias = Callable[[Any], bool]
+Extractor: TypeAlias = Callable[[Any], Mapping[str, Any] | None]
+
+ERROR_TEXT_PREFIX = re.compile(r"^\s*(?:error|exception|traceback|failed|failure|fatal)\b", re.IGNORECASE)
+_ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
+_TEXT_KEYS: Final = ("error", "message", "detail", "error_message", "errorMessage", "msg", "reason", "title")
+_STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "code")
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """The structured error a rule produced, the rule's name, and whether no rule really mapped it."""
+
+    error: ToolError
+    rule: str | None
+    unmapped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionRule:
+    """Exception type or predicate (and optional text pattern) → code, message template, context."""
+
+    match: ExcMatch
+    code: Code
+    message: str | Callable[[BaseException], str] | None = None
+    context: Extractor | None = None
+    pattern: re.Pattern[str] | None = None
+    name: str = ""
+
+    def applies(self, exc: BaseException) -> bool:
+        """Whether this rule claims ``exc``."""
+        hit = isinstance(exc, self.match) if isinstance(self.match, type | tuple) else bool(self.match(exc))
+        return hit and (self.pattern is None or self.pattern.search(str(exc)) is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRule:
+    """A matcher on a legacy return value → code (or ``None``: an error no rule maps), message, context."""
+
+    match: ValueMatch
+    code: Code | None
+    message: str | Callable[[Any], str] | None = None
+    context: Extractor | None = None
+    name: str = ""
+
+
+class Rules:
+    """An ordered list of translation rules; the first that matches wins.
+
+    ``Rules.default()`` covers the standard library and common legacy error values; put your own rules first
+    with ``Rules([...]) + Rules.default()`` or ``Rules.default().on(...)`` (which prepends).
+    """
+
+    __slots__ = ("exception_rules", "result_rules")
+
+    def __init__(
+        self,
+        exception_rules: Iterable[ExceptionRule] = (),
+        result_rules: Iterable[ResultRule] = (),
+    ) -> None:
+        self.exception_rules: tuple[ExceptionRule, ...] = tuple(exception_rules)
+        self.result_rules: tuple[ResultRule, ...] = tuple(result_rules)
+
+    def __add__(self, other: Rules) -> Rules:
+        if not isinstance(other, Rules):
+            return NotImplemented
+        return Rules(self.exception_rules + other.exception_rules, self.result_rules + other.result_rules)
+
+    def __len__(self) -> int:
+        return len(self.exception_rules) + len(self.result_rules)
+
+    def __repr__(self) -> str:
+        return f"Rules({len(self.exception_rules)} exception rules, {len(self.result_rules)} result rules)"
+
+    @classmethod
+    def default(cls, *, results: bool = True) -> Rules:
+        """The built-in rules: stdlib exceptions, and (unless ``results=False``) legacy error values."""
+        return cls(_DEFAULT_EXCEPTION_RULES, _DEFAULT_RESULT_RULES if results else ())
+
+    @classmethod
+    def empty(cls) -> Rules:
+        """No rules at all: every exception becomes ``internal_error``."""
+        return cls()
+
+    def on(
+        self,
+        match: ExcMatch,
+        code: Code | str,
+        message: str | Callable[[BaseException], str] | None = None,
+        *,
+        context: Extractor | None = None,
+        pattern: str | None = None,
+        name: str | None = None,
+    ) -> Rules:
+        """A copy with an exception rule put first (it wins over the existing ones)."""
+        rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), name or _name(match))
+        return Rules((rule, *self.exception_rules), self.result_rules)
+
+    def on_result(
+        self,
+        match: ValueMatch | str,
+        code: Code | str | None,
+        message: str | Callable[[Any], str] | None = None,
+        *,
+        context: Extractor | None = None,
+        name: str | None = None,
+    ) -> Rules:
+        """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the error text."""
+        predicate = text_matches(match) if isinstance(match, str) else match
+        resolved = spec(code).code if code is not None else None
+        rule = ResultRule(predicate, resolved, message, context, name or _name(match))
+        return Rules(self.exception_rules, (rule, *self.result_rules))
+
+    def translate_exception(self, exc: BaseException, *, idempotent: bool = True) -> Translation:
+        """The structured error for ``exc``: ``Fail`` as raised, else the first matching rule, else internal."""
+        if isinstance(exc, Fail):
+            error = exc.error if idempotent else exc.error.downgraded()
+            return Translation(error, "Fail")
+        for rule in self.exception_rules:
+            try:
+                if not rule.applies(exc):
+                    continue
+                return Translation(_build(rule.code, rule.message, rule.context, exc, idempotent), rule.name)
+            except Exception as broken:  # a broken rule must never break the call
+                log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
+                break
+        return Translation(ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent), None, unmapped=True)
+
+    def translate_result(self, value: object, *, idempotent: bool = True) -> Translation | None:
+        """``None`` when ``value`` is not an error; else the structured error its first matching rule gives."""
+        for rule in self.result_rules:
+            try:
+                if not rule.match(value):
+                    continue
+                if rule.code is None:
+                    error = ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent)
+                    return Translation(error, rule.name, unmapped=True)
+                return Translation(_build(rule.code, rule.message, rule.context, value, idempotent), rule.name)
+            except Exception as broken:
+                log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
+                error = ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent)
+                return Translation(error, rule.name, unmapped=True)
+        return None
+
+
+def _build(
+    code: Code, message: str | Callable[[Any], str] | None, context: Extractor | None, source: Any,
+    idempotent: bool,
+) -> ToolError:
+    ctx = dict(context(source) or {}) if context is not None else None
+    if callable(message):
+        text = message(source)
+    elif message is not None:
+        text = message.format_map(_Defaulting(ctx or {}))
+    else:
+        text = None
+    return ToolError.of(code, text, idempotent=idempotent, context=ctx)
+
+
+class _Defaulting(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _compile(pattern: str | None) -> re.Pattern[str] | None:
+    return re.compile(pattern, re.IGNORECASE) if pattern is not None else None
+
+
+def _name(match: object) -> str:
+    if isinstance(match, type):
+        return match.__name__
+    if isinstance(match, tuple):
+        return "|".join(t.__name__ for t in match)
+    if isinstance(match, str):
+        return f"text~{match}"
+    return getattr(match, "__name__", type(match).__name__)
+
+
+# ---------------------------------------------------------------- reading legacy error values
+
+
+def error_text(value: object) -> str | None:
+    """The human text of a legacy error value (a string, or the message field of a dict), if any."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        for key in _TEXT_KEYS:
+            item = value.get(key)
+            if isinstance(item, str) and item:
+                return item
+            if isinstance(item, Mapping):
+                inner = error_text(item)
+                if inner:
+                    return inner
+        errors = value.get("errors")
+        if isinstance(errors, list) and errors:
+            return error_text(errors[0])
+    return None
+
+
+def status_of(value: object) -> int | None:
+    """The HTTP-ish status a legacy value carries (``{"status": 404}``, ``{"error": {"code": 429}}``)."""
+    if not isinstance(value, Mapping):
+        return None
+    for key in _STATUS_KEYS:
+        item = value.get(key)
+        if isinstance(item, int) and not isinstance(item, bool) and 100 <= item <= 599:
+            return item
+        if isinstance(item, str) and item.isdigit() and 100 <= int(item) <= 599:
+            return int(item)
+    inner = value.get("error")
+    return status_of(inner) if isinstance(inner, Mapping) else None
+
+
+def looks_like_error(value: object) -> bool:
+    """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, 'Error: ...' text."""
+    if isinstance(value, str):
+        return bool(ERROR_TEXT_PREFIX.match(value))
+    if isinstance(value, Mapping):
+        if value.get("ok") is False or value.get("success") is False:
+            return True
+        if any(value.get(key) for key in _ERROR_KEYS):
+            return True
+        status = status_of(value)
+        if status is not None and status >= 400:
+            return True
+        state = value.get("status")
+        return isinstance(state, str) and state.lower() in {"error", "failed", "failure", "fail"}
+    return False
+
+
+def text_matches(pattern: str) -> ValueMatch:
+    """A predicate: the value is error-shaped and its error text matches ``pattern`` (case-insensitive)."""
+    regex = re.compile(pattern, re.IGNORECASE)
+
+    def matcher(value: object) -> bool:
+        if not looks_like_error(value):
+            return False
+        text = error_text(value)
+        return text is not None and regex.search(text) is not None
+
+    matcher.__name__ = f"text~{pattern}"
+    return matcher
+
+
+def status_in(*statuses: int) -> ValueMatch:
+    """A predicate: the value carries one of these HTTP-ish statuses."""
+    wanted = frozenset(statuses)
+
+    def matcher(value: object) -> bool:
+        return status_of(value) in wanted
+
+    matcher.__name__ = "status=" + ",".join(map(str, sorted(wanted)))
+    return matcher
+
+
+def _status_context(value: object) -> dict[str, Any]:
+    return {"status": status_of(value)}
+
+
+# ---------------------------------------------------------------- the built-in rules
+
+
+def _json_context(exc: BaseException) -> dict[str, Any]:
+    assert isinstance(exc, json.JSONDecodeError)
+    return {"line": exc.lineno, "column": exc.colno, "problem": exc.msg}
+
+
+def _unicode_context(exc: BaseException) -> dict[str, Any]:
+    assert isinstance(exc, UnicodeError)
+    return {"encoding": getattr(exc, "encoding", None)}
+
+
+_DEFAULT_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
+    ExceptionRule(TimeoutError, Code.UPSTREAM_TIMEOUT,
+                  "A service this tool depends on did not answer in time. Make the identical call again.",
+                  name="TimeoutError"),
+    ExceptionRule(ConnectionError, Code.UPSTREAM_UNAVAILABLE,
+                  "A service this tool depends on could not be reached. Make the identical call again shortly.",
+                  name="ConnectionError"),
+    ExceptionRule(FileNotFoundError, Code.NOT_FOUND,
+                  "The file or item named in the call does not exist. Check the name, for example list what exists first.",
+                  name="FileNotFoundError"),
+    ExceptionRule(FileExistsError, Code.ALREADY_EXISTS,
+                  "The file or item the call would create exists already. Use the existing one or choose another name.",
+                  name="FileExistsError"),
+    ExceptionRule(PermissionError, Code.PERMISSION_DENIED,
+                  "The tool is not allowed to access that resource. Ask the user to grant access instead of retrying.",
+                  name="PermissionError"),
+    ExceptionRule((IsADirectoryError, NotADirectoryError), Code.FAILED_PRECONDITION,
+                  "The path is not of the kind this call needs. Pass a file where a file is expected, for example a path ending in a file name.",
+                  name="IsADirectoryError|NotADirectoryError"),
+    ExceptionRule(json.JSONDecodeError, Code.VALIDATION_ERROR,
+                  "The input is not valid JSON (line {line}, column {column}). Send well-formed JSON, for example {{\"key\": \"value\"}}.",
+                  context=_json_context, name="JSONDecodeError"),
+    ExceptionRule(UnicodeError, Code.UNSUPPORTED_INPUT,
+                  "The input is not text in a supported encoding. Send UTF-8 text, for example plain ASCII.",
+                  context=_unicode_context, name="UnicodeError"),
+    ExceptionRule(NotImplementedError, Code.NOT_IMPLEMENTED,
+                  "This operation is not supported by the tool. Use a different tool or tell the user.",
+                  name="NotImplementedError"),
+    ExceptionRule(MemoryError, Code.PAYLOAD_TOO_LARGE,
+                  "The request needs more memory than the tool has. Send a smaller input, for example fewer items per call.",
+                  name="MemoryError"),
+)
+
+_STATUS_TO_CODE: Final[tuple[tuple[tuple[int, ...], Code], ...]] = (
+    ((400, 422), Code.VALIDATION_ERROR),
+    ((401,), Code.UNAUTHENTICATED),
+    ((403,), Code.PERMISSION_DENIED),
+    ((404, 410), Code.NOT_FOUND),
+    ((408, 504), Code.UPSTREAM_TIMEOUT),
+    ((409,), Code.CONFLICT),
+    ((412, 428), Code.FAILED_PRECONDITION),
+    ((413, 414, 431), Code.PAYLOAD_TOO_LARGE),
+    ((415,), Code.UNSUPPORTED_INPUT),
+    ((429,), Code.RATE_LIMITED),
+    ((499,), Code.CANCELLED),
+    ((501,), Code.NOT_IMPLEMENTED),
+    ((502, 503), Code.UPSTREAM_UNAVAILABLE),
+    ((500,), Code.INTERNAL_ERROR),
+)
+
+_TEXT_TO_CODE: Final[tuple[tuple[str, Code], ...]] = (
+    (r"quota|insufficient[_ ]funds|billing|spend(ing)? limit|credit balance", Code.QUOTA_EXCEEDED),
+    (r"rate[ -_]?limit|too many requests|slow down|throttl", Code.RATE_LIMITED),
+    (r"timed? ?out|timeout|deadline exceeded", Code.UPSTREAM_TIMEOUT),
+    (r"unavailable|connection (refused|reset|error)|could not connect|service down|bad gateway", Code.UPSTREAM_UNAVAILABLE),
+    (r"unauthori[sz]ed|unauthenticated|not authenticated|invalid (api )?key|expired (token|credentials)|log ?in required", Code.UNAUTHENTICATED),
+    (r"forbidden|permission|access denied|not allowed", Code.PERMISSION_DENIED),
+    (r"already exists|duplicate", Code.ALREADY_EXISTS),
+    (r"not found|no such|does not exist|unknown (id|item|user|file)|missing (record|item)", Code.NOT_FOUND),
+    (r"conflict|modified concurrently|version mismatch", Code.CONFLICT),
+    (r"too large|too long|too big|exceeds (the )?(maximum|max|limit) size", Code.PAYLOAD_TOO_LARGE),
+    (r"unsupported (format|type|media)|not supported format", Code.UNSUPPORTED_INPUT),
+    (r"not implemented|not supported", Code.NOT_IMPLEMENTED),
+    (r"cancel+ed|aborted", Code.CANCELLED),
+    (r"invalid|must be|required|missing|malformed|bad request|expected", Code.VALIDATION_ERROR),
+)
+
+_DEFAULT_RESULT_RULES: Final[tuple[ResultRule, ...]] = (
+    *(ResultRule(status_in(*statuses), code, context=_status_context, name=f"status:{code.value}")
+      for statuses, code in _STATUS_TO_CODE),
+    *(ResultRule(text_matches(pattern), code, name=f"text:{code.value}") for pattern, code in _TEXT_TO_CODE),
+    ResultRule(looks_like_error, None, name="error-shaped"),
+)

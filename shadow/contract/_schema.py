@@ -1,0 +1,149 @@
+"""The published JSON Schema (draft 2020-12) of both payload shapes, and ``validate``."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any, Final
+
+import jsonschema
+
+from shadow._redact import dumps
+from shadow.contract._codes import CODE_TABLE, NextAction
+from shadow.contract._payloads import DEFAULT_CONTEXT_CAP, MAX_MESSAGE_CHARS, MAX_SENTENCES, count_sentences
+
+SCHEMA_ID: Final = "https://shadow.dev/schema/tool-result.schema.json"
+SCHEMA_FILE: Final = "tool-result.schema.json"
+
+
+class PayloadError(ValueError):
+    """A payload breaks the contract; the message names where and what."""
+
+
+def build_schema() -> dict[str, Any]:
+    """Generate the schema from the code table (the shipped file is this, written out)."""
+    codes = [row.code.value for row in CODE_TABLE.values()]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "Tool result",
+        "description": "What a tool returns to the model: a success with data, or a structured error.",
+        "type": "object",
+        "required": ["ok"],
+        "properties": {"ok": {"type": "boolean"}},
+        "if": {"properties": {"ok": {"const": True}}},
+        "then": {"$ref": "#/$defs/success"},
+        "else": {"$ref": "#/$defs/failure"},
+        "$defs": {
+            "success": {
+                "type": "object",
+                "required": ["ok", "data"],
+                "additionalProperties": False,
+                "properties": {"ok": {"const": True}, "data": True},
+            },
+            "failure": {
+                "type": "object",
+                "required": ["ok", "error"],
+                "additionalProperties": False,
+                "properties": {"ok": {"const": False}, "error": {"$ref": "#/$defs/error"}},
+            },
+            "error": {
+                "type": "object",
+                "required": ["code", "message", "retryable", "next_action", "context"],
+                "additionalProperties": False,
+                "properties": {
+                    "code": {"enum": codes, "description": "One of the documented codes."},
+                    "message": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_MESSAGE_CHARS,
+                        "pattern": r"\S",
+                        "description": f"The remedy, at most {MAX_SENTENCES} sentences.",
+                    },
+                    "retryable": {"type": "boolean", "description": "True only if the identical call may succeed."},
+                    "next_action": {"enum": [a.value for a in NextAction]},
+                    "context": {
+                        "oneOf": [
+                            {"type": "null"},
+                            {
+                                "type": "object",
+                                "properties": {"retry_after_ms": {"type": "integer", "minimum": 0}},
+                            },
+                        ]
+                    },
+                },
+                "if": {"properties": {"next_action": {"const": "retry"}}, "required": ["next_action"]},
+                "then": {"properties": {"retryable": {"const": True}}},
+                "else": {"properties": {"retryable": {"const": False}}},
+            },
+        },
+    }
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The schema shipped inside the package."""
+    text = resources.files("shadow.contract").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema())
+
+
+def validate(payload: object) -> None:
+    """Raise ``PayloadError`` naming what is wrong when ``payload`` breaks the contract."""
+    if isinstance(payload, dict) and not isinstance(payload.get("ok"), bool):
+        if "ok" not in payload:
+            raise PayloadError("payload: 'ok' is missing (every payload has ok: true or ok: false)")
+        raise PayloadError(f"ok: must be true or false, not {payload['ok']!r}")
+    errors = sorted(_validator().iter_errors(payload), key=lambda e: (len(e.absolute_path), e.message))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors) or errors[0]
+        raise PayloadError(f"{_where(best)}: {_explain(best)}")
+    _check_rules(payload)
+
+
+def _check_rules(payload: Any) -> None:
+    """What the schema cannot say: the sentence rule and the context's serialised size."""
+    if payload["ok"] is False:
+        error = payload["error"]
+        if count_sentences(error["message"]) > MAX_SENTENCES:
+            raise PayloadError(f"error.message: has more than {MAX_SENTENCES} sentences")
+        context = error["context"]
+        if context is not None and len(dumps(context).encode()) > DEFAULT_CONTEXT_CAP:
+            raise PayloadError(f"error.context: larger than {DEFAULT_CONTEXT_CAP} bytes serialised")
+
+
+def is_valid(payload: object) -> bool:
+    """Whether ``payload`` meets the contract (the fast path: no error message is built)."""
+    if not _validator().is_valid(payload):
+        return False
+    try:
+        _check_rules(payload)
+    except PayloadError:
+        return False
+    return True
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return path or "payload"
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    if error.validator == "const" and list(error.absolute_path)[-1:] == ["retryable"]:
+        return "retryable must be true exactly when next_action is 'retry'"
+    if error.validator == "enum" and list(error.absolute_path)[-1:] == ["code"]:
+        return f"{error.instance!r} is not a documented code"
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is missing (all keys are required)")
+    return error.message
+
+
+def schema_text() -> str:
+    """The schema as pretty JSON, as ``shadow schema`` prints it."""
+    return json.dumps(schema(), indent=2) + "\n"

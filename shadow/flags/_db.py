@@ -1,0 +1,348 @@
+"""Feature flags per tool: mode, cutover percentage, kill switch; stored with an audit log, cached with a TTL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from sqlalchemy import Engine, select
+
+from shadow import _clock as clock
+from shadow._ids import new_id
+from shadow._logs import get_logger
+from shadow.calllog import _db as db
+from shadow.calllog import _tables as tables
+from shadow.typing import FlagSource
+
+log = get_logger("shadow.flags")
+
+KILL_SWITCH: Final = "*"
+ENV_VAR: Final = "SHADOW_FLAGS"
+
+
+class Mode(enum.StrEnum):
+    """What the adapter does for a tool."""
+
+    LEGACY = "legacy"  # the legacy call, nothing else
+    SHADOW = "shadow"  # the legacy result, and the structured payload logged
+    CUTOVER = "cutover"  # the structured payload (for the percentage of sessions in the structured arm)
+
+
+class Variant(enum.StrEnum):
+    """What the model was served."""
+
+    LEGACY = "legacy"
+    STRUCTURED = "structured"
+
+
+def bucket(session_id: str) -> int:
+    """A session's stable bucket, 1 to 100: sticky, and raising a percentage never moves a session back."""
+    digest = hashlib.blake2b(session_id.encode("utf-8"), digest_size=8, person=b"shadow-arm").digest()
+    return int.from_bytes(digest, "big") % 100 + 1
+
+
+def parse_mode(mode: object) -> Mode:
+    """A ``Mode`` from its name, with an error that lists the choices."""
+    try:
+        return Mode(str(mode))
+    except ValueError:
+        raise ValueError(f"unknown mode {mode!r}; use one of: legacy, shadow, cutover") from None
+
+
+def check_percent(percent: object) -> int:
+    """A cutover percentage: a whole number from 0 to 100."""
+    if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+        raise ValueError(f"percent must be a whole number from 0 to 100, not {percent!r}")
+    return percent
+
+
+@dataclass(frozen=True, slots=True)
+class FlagState:
+    """One tool's flag: its mode and, in cutover, the percentage of sessions served the structured payload."""
+
+    mode: Mode = Mode.LEGACY
+    percent: int = 100
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", parse_mode(self.mode))
+        object.__setattr__(self, "percent", check_percent(self.percent))
+
+    def variant(self, session_id: str) -> Variant:
+        """The arm ``session_id`` is in under this flag."""
+        if self.mode is not Mode.CUTOVER:
+            return Variant.LEGACY
+        if self.percent >= 100 or bucket(session_id) <= self.percent:
+            return Variant.STRUCTURED
+        return Variant.LEGACY
+
+
+LEGACY: Final = FlagState()
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One flag change: who changed what, when and why."""
+
+    id: str
+    tool: str
+    old_mode: str | None
+    old_percent: int | None
+    new_mode: str
+    new_percent: int
+    actor: str
+    reason: str | None
+    ts: dt.datetime
+
+
+def parse_env(text: str) -> dict[str, FlagState]:
+    """Parse ``SHADOW_FLAGS``: ``tool=mode[:percent]`` pairs separated by commas; ``*=legacy`` for every tool."""
+    out: dict[str, FlagState] = {}
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        tool, sep, value = item.partition("=")
+        if not sep or not tool.strip():
+            raise ValueError(
+                f"{ENV_VAR}: {item!r} is not tool=mode, for example {ENV_VAR}='search=shadow,book=cutover:25'"
+            )
+        mode, _, pct = value.strip().partition(":")
+        try:
+            out[tool.strip()] = FlagState(parse_mode(mode.strip()), int(pct) if pct else 100)
+        except ValueError as exc:
+            raise ValueError(f"{ENV_VAR}: {item!r}: {exc}") from None
+    return out
+
+
+class StaticFlags:
+    """Flags fixed in memory, for example from ``SHADOW_FLAGS`` in front of the database."""
+
+    def __init__(self, states: Mapping[str, FlagState], fallback: FlagSource | None = None) -> None:
+        self.states = dict(states)
+        self.fallback = fallback
+
+    def state(self, tool: str) -> FlagState:
+        """The pinned flag of ``tool``, else ``'*'``'s, else the fallback's."""
+        found = self.states.get(tool) or self.states.get(KILL_SWITCH)
+        if found is not None:
+            return found
+        return self.fallback.state(tool) if self.fallback is not None else LEGACY
+
+
+class DbFlags:
+    """Flags in the database (tables ``flags`` and ``flag_audit``), cached per process for ``ttl`` seconds.
+
+    Loading and refreshing happen in a background thread, so a tool call never waits on the database: until the
+    first load has finished (``wait`` blocks for it, for example at start-up) and whenever the database cannot be
+    read, every tool is served legacy, the safe default. Changes made through this object apply at once here.
+    """
+
+    def __init__(self, url: str, *, ttl: float = 5.0) -> None:
+        self.url = db.normalise_url(url)
+        self.ttl = ttl
+        self._states: dict[str, FlagState] | None = None
+        self._killed = False
+        self._loaded_at = 0.0
+        self._lock = threading.Lock()
+        self._refreshing = False
+        self._ready = False
+        self._loaded = threading.Event()
+
+    # -- reading (hot path)
+
+    def state(self, tool: str) -> FlagState:
+        """The cached flag of ``tool``; triggers a background refresh when older than the TTL."""
+        states = self._states
+        if states is None:
+            if not self._refreshing:
+                self._refresh_soon()
+            return LEGACY
+        if time.monotonic() - self._loaded_at > self.ttl and not self._refreshing:
+            self._refresh_soon()
+        if self._killed:
+            return LEGACY
+        return states.get(tool, LEGACY)
+
+    def prefetch(self) -> None:
+        """Start loading in the background now (before the first tool call needs the flags)."""
+        if self._states is None and not self._refreshing:
+            self._refresh_soon()
+
+    def wait(self, timeout: float | None = 5.0) -> bool:
+        """Block until the first load has finished (successfully or not); False on timeout."""
+        self.prefetch()
+        return self._loaded.wait(timeout)
+
+    def _refresh_soon(self) -> None:
+        with self._lock:
+            if self._refreshing:
+                return
+            self._refreshing = True
+        threading.Thread(target=self._load, name="shadow-flags-refresh", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            states, killed = self._read()
+        except Exception as exc:
+            log.warning("flags_unreadable", url=db.safe_url(self.url), error_type=type(exc).__name__)
+            if self._states is None:
+                self._states = {}
+            self._loaded_at = time.monotonic()
+        else:
+            old = self._states
+            self._states, self._killed = states, killed
+            self._loaded_at = time.monotonic()
+            if old is not None and old != states:
+                log.info("flags_changed", changed=sorted(k for k in states.keys() | old.keys()
+                                                         if states.get(k) != old.get(k)))
+        finally:
+            self._refreshing = False
+            self._loaded.set()
+
+    def _engine(self) -> Engine:
+        if not self._ready:
+            from shadow.calllog import _migrate as migrate
+
+            migrate.ensure(self.url)
+            self._ready = True
+        return db.engine(self.url)
+
+    def _read(self) -> tuple[dict[str, FlagState], bool]:
+        with self._engine().connect() as conn:
+            rows = conn.execute(select(tables.flags.c.tool, tables.flags.c.mode, tables.flags.c.percent)).all()
+        states: dict[str, FlagState] = {}
+        killed = False
+        for tool, mode, percent in rows:
+            if tool == KILL_SWITCH:
+                killed = mode == "killed"
+                continue
+            try:
+                states[tool] = FlagState(Mode(mode), int(percent))
+            except ValueError:
+                log.warning("flag_row_invalid", tool=tool, mode=mode, percent=percent)
+        return states, killed
+
+    def invalidate(self) -> None:
+        """Re-read the flags now, in this thread (after a change; an admin path, never the hot path)."""
+        self._load()
+
+    # -- writing (CLI and admin code)
+
+    def states(self) -> tuple[dict[str, FlagState], bool]:
+        """Every stored flag, and whether the kill switch is on (read now, not cached)."""
+        return self._read()
+
+    def set(
+        self, tool: str, mode: Mode | str, percent: int = 100, *, actor: str | None = None,
+        reason: str | None = None,
+    ) -> AuditEntry:
+        """Change a tool's flag and write the audit row, in one transaction."""
+        if not tool or tool == KILL_SWITCH or len(tool) > 200:
+            raise ValueError("the tool name must be 1 to 200 characters and not '*' (use kill/unkill for that)")
+        new = FlagState(parse_mode(mode), check_percent(percent) if parse_mode(mode) is Mode.CUTOVER else 100)
+        return self._write(tool, new.mode.value, new.percent, actor, reason)
+
+    def kill(self, *, actor: str | None = None, reason: str | None = None) -> AuditEntry:
+        """Send every tool back to legacy at once."""
+        return self._write(KILL_SWITCH, "killed", 100, actor, reason)
+
+    def unkill(self, *, actor: str | None = None, reason: str | None = None) -> AuditEntry:
+        """Lift the kill switch: every tool returns to its own flag."""
+        return self._write(KILL_SWITCH, "live", 100, actor, reason)
+
+    def _write(self, tool: str, mode: str, percent: int, actor: str | None, reason: str | None) -> AuditEntry:
+        who = actor or default_actor()
+        now = clock.now()
+        flags, audit = tables.flags, tables.flag_audit
+        with self._engine().begin() as conn:
+            old = conn.execute(
+                select(flags.c.mode, flags.c.percent).where(flags.c.tool == tool).with_for_update()
+            ).first()
+            values = {"mode": mode, "percent": percent, "updated_at": now, "updated_by": who}
+            if old is None:
+                conn.execute(flags.insert().values(tool=tool, **values))
+            else:
+                conn.execute(flags.update().where(flags.c.tool == tool).values(**values))
+            entry = AuditEntry(new_id(), tool, old[0] if old else None, old[1] if old else None, mode, percent,
+                               who, reason, now)
+            conn.execute(audit.insert().values(
+                id=entry.id, tool=tool, old_mode=entry.old_mode, old_percent=entry.old_percent, new_mode=mode,
+                new_percent=percent, actor=who, reason=reason, ts=now,
+            ))
+        log.info("flag_flipped", tool=tool, old_mode=entry.old_mode, new_mode=mode, percent=percent, actor=who,
+                 reason=reason)
+        self.invalidate()
+        return entry
+
+    def history(self, tool: str | None = None, limit: int | None = None) -> list[AuditEntry]:
+        """Audit entries, oldest first (``tool`` narrows; ``'*'`` is the kill switch)."""
+        audit = tables.flag_audit
+        query = select(audit).order_by(audit.c.ts, audit.c.id)
+        if tool is not None:
+            query = query.where(audit.c.tool == tool)
+        with self._engine().connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        entries = [
+            AuditEntry(r["id"], r["tool"], r["old_mode"], r["old_percent"], r["new_mode"], r["new_percent"],
+                       r["actor"], r["reason"], clock.utc(r["ts"]))
+            for r in rows
+        ]
+        return entries[-limit:] if limit else entries
+
+
+def default_actor() -> str:
+    """Who is changing a flag, when not said: the OS user and host."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+_lock = threading.Lock()
+_source: FlagSource | None = None
+
+
+def current() -> FlagSource:
+    """The process-wide flag source: ``SHADOW_FLAGS`` pins in front of the database's flags."""
+    global _source
+    found = _source
+    if found is not None:
+        return found
+    with _lock:
+        if _source is None:
+            from shadow._config import settings
+
+            current_settings = settings()
+            stored = DbFlags(current_settings.db_url, ttl=current_settings.flag_ttl)
+            stored.prefetch()
+            source: FlagSource = stored
+            pinned = os.environ.get(ENV_VAR)
+            if pinned:
+                source = StaticFlags(parse_env(pinned), fallback=source)
+            _source = source
+        return _source
+
+
+def wait(timeout: float | None = 5.0) -> bool:
+    """Block until the process-wide flags are loaded (at start-up, when the first calls must follow them)."""
+    source = current()
+    stored = source.fallback if isinstance(source, StaticFlags) else source
+    return stored.wait(timeout) if isinstance(stored, DbFlags) else True
+
+
+def use(source: FlagSource | None) -> None:
+    """Replace the process-wide flag source (``None``: rebuild it from settings on next use)."""
+    global _source
+    with _lock:
+        _source = source

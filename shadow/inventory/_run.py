@@ -1,0 +1,135 @@
+"""``shadow inventory``: every error a tool layer can return, found by reading its source (never running it)."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+from shadow.inventory._emit import emit_rules
+from shadow.inventory._index import FunctionNode, Index, Module, parse, python_files
+from shadow.inventory._model import KINDS, Inventory, RuleDraft, Site, Skipped, ToolDef
+from shadow.inventory._place import place, status_code, text_code
+from shadow.inventory._scan import Walker
+
+#: Decorators that mark agent tools: ``@tool``, ``@mcp.tool()``, ``@shadow.tool``, ``@function_tool``, ...
+TOOL_DECORATORS: Final = frozenset({"tool", "tool_plain", "function_tool", "guard"})
+
+__all__ = [
+    "KINDS", "TOOL_DECORATORS", "Inventory", "RuleDraft", "Site", "Skipped", "ToolDef", "emit_rules",
+    "format_table", "inventory", "python_files", "status_code", "text_code",
+]
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _decorator(expr: ast.expr) -> tuple[str, str | None] | None:
+    """``(decorator as written, tool name it gives)`` when ``expr`` marks a tool."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    terminal = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+    if terminal not in TOOL_DECORATORS:
+        return None
+    name: str | None = None
+    if isinstance(expr, ast.Call):
+        given = {k.arg: k.value for k in expr.keywords}.get("name")
+        if given is None and expr.args:
+            given = expr.args[0]
+        if isinstance(given, ast.Constant) and isinstance(given.value, str):
+            name = given.value
+    return "@" + ast.unparse(expr), name
+
+
+def _candidates(module: Module) -> Iterable[tuple[str, FunctionNode, str | None]]:
+    """``(qualname, node, owner class dotted name)`` for top-level functions and methods."""
+    for qualname, node in module.defs.items():
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            owner = f"{module.name}.{qualname.split('.')[0]}" if "." in qualname else None
+            yield qualname, node, owner
+
+
+def _selected(module: Module, qualname: str, patterns: Sequence[str]) -> str | None:
+    name = qualname.rsplit(".", 1)[-1]
+    full = f"{module.name}.{qualname}"
+    public = not any(part.startswith("_") for part in qualname.split("."))
+    for pattern in patterns:
+        if any(fnmatch.fnmatchcase(text, pattern) for text in (full, qualname, name)):
+            return pattern
+        if public and fnmatch.fnmatchcase(module.name, pattern):
+            return pattern
+    return None
+
+
+def find_tools(index: Index, select: Sequence[str] = ()) -> list[tuple[ToolDef, Module, FunctionNode, str | None]]:
+    """The tools in the index: decorated functions and methods, plus those ``select`` patterns name."""
+    found = []
+    for module in index.modules.values():
+        for qualname, node, owner in _candidates(module):
+            marks = [m for m in (_decorator(d) for d in node.decorator_list) if m is not None]
+            how: str | None = marks[0][0] if marks else None
+            name = next((n for _, n in marks if n), None) or node.name
+            if how is None:
+                pattern = _selected(module, qualname, select)
+                how = f"select:{pattern}" if pattern is not None else None
+            if how is None:
+                continue
+            tool = ToolDef(name, qualname, module.name, module.file, node.lineno,
+                           isinstance(node, ast.AsyncFunctionDef), how)
+            found.append((tool, module, node, owner))
+    return sorted(found, key=lambda t: (t[0].file, t[0].line))
+
+
+def inventory(
+    paths: Iterable[str | Path],
+    *,
+    select: Sequence[str] = (),
+    on_file: Callable[[Path], None] | None = None,
+) -> Inventory:
+    """Read the Python files under ``paths`` and list every error site of every tool in them.
+
+    Tools are functions and methods with a tool decorator (``@tool``, ``@mcp.tool()``, ``@shadow.tool``, ...)
+    and those whose module or name matches a ``select`` glob. A file that does not parse is listed in
+    ``skipped`` with its syntax error, and the rest goes on.
+    """
+    files = python_files(Path(p) for p in paths)
+    modules: list[Module] = []
+    skipped: list[Skipped] = []
+    for path in files:
+        parsed = parse(path, _shown(path))
+        (modules if isinstance(parsed, Module) else skipped).append(parsed)  # type: ignore[arg-type]
+        if on_file is not None:
+            on_file(path)
+    index = Index(modules)
+    tools = find_tools(index, select)
+    sites: dict[Site, None] = {}
+    for tool, module, node, owner in tools:
+        for raw in Walker(index, module, owner, results=True).run(node):
+            sites.setdefault(place(raw, tool.name), None)
+    ordered = sorted(sites, key=lambda s: (s.file, s.line, s.tool, KINDS.index(s.kind), s.exception or ""))
+    return Inventory(len(files), tuple(t for t, *_ in tools), tuple(ordered), tuple(skipped))
+
+
+def format_table(found: Inventory) -> str:
+    """The readable table: file, line, tool, kind, what fails, proposed code and the reason; then the summary."""
+    rows = [(f"{s.file}:{s.line}", s.tool, s.kind, s.what(), s.code or "UNPLACED",
+             s.reason + (f" (via {' -> '.join(s.via)})" if s.via else "")) for s in found.sites]
+    header = ("file:line", "tool", "kind", "error", "proposed", "reason")
+    lines = []
+    if rows:
+        widths = [min(max(len(r[i]) for r in [header, *rows]), 48) for i in range(5)]
+        for row in [header, *rows]:
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True)) + "  " + row[5])
+    elif not found.tools:
+        lines.append("no tools found: mark them with a tool decorator (@tool, @mcp.tool(), @shadow.tool) "
+                     "or name them with --select, for example --select 'tools.*'")
+    for skip in found.skipped:
+        where = f"{skip.file}:{skip.line}" if skip.line else skip.file
+        lines.append(f"skipped {where}: {skip.error}")
+    lines.append(found.summary())
+    return "\n".join(lines)

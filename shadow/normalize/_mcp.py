@@ -1,0 +1,133 @@
+"""MCP error texts and JSON-RPC errors as ``shadow.Rules``, and how a tool's text result reads to the rules."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from shadow.contract._codes import Code
+from shadow.contract._rules import ExceptionRule, ResultRule, Rules, error_text, looks_like_error
+
+#: The prefix the MCP Python SDK puts before a tool's error text.
+MCP_PREFIX: Final = re.compile(r"^\s*Error executing tool (?P<tool>[^\s:]+)(?::\s*(?P<rest>.*))?$", re.DOTALL)
+_VALIDATION = re.compile(r"^\s*\d+ validation errors? for \S+\s*\n(?P<field>[^\n]+)\n\s*(?P<problem>[^\[\n]+)")
+_INPUT_VALIDATION = re.compile(r"^\s*Input validation error:\s*(?P<problem>.+)", re.DOTALL)
+_REQUIRED_PROPERTY = re.compile(r"'(?P<field>[^']+)' is a required property")
+_UNKNOWN_TOOL = re.compile(r"^\s*Unknown tool:?\s*(?P<tool>\S+)")
+
+JSONRPC_CODES: Final[dict[int, Code]] = {
+    -32001: Code.UPSTREAM_TIMEOUT,  # REQUEST_TIMEOUT (the SDK's own request timeout)
+    -32000: Code.UPSTREAM_UNAVAILABLE,  # CONNECTION_CLOSED
+    -32602: Code.VALIDATION_ERROR,  # INVALID_PARAMS
+    -32601: Code.NOT_IMPLEMENTED,  # METHOD_NOT_FOUND
+}
+
+
+def mcp_error_value(text: str) -> dict[str, Any]:
+    """A tool error text as the value result rules read: the SDK's ``Error executing tool NAME:`` prefix removed
+    (so a tool's name never decides its code), always error-shaped (``{"ok": False, "error": ...}``)."""
+    found = MCP_PREFIX.match(text)
+    if found is not None and found.group("rest"):
+        return {"ok": False, "error": found.group("rest").strip(), "tool": found.group("tool")}
+    return {"ok": False, "error": text}
+
+
+def tool_text_value(text: str, *, is_error: bool | None = None) -> object:
+    """What a tool's text result means to the result rules: parsed JSON when it is JSON, else the text; an
+    explicit error flag (``is_error=True``) or the MCP error prefix makes it error-shaped."""
+    parsed: object = text
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null"):
+        try:
+            parsed = json.loads(stripped)
+        except ValueError:
+            parsed = text
+    if is_error:
+        if isinstance(parsed, Mapping) and looks_like_error(parsed):
+            return dict(parsed)
+        return mcp_error_value(text)
+    if isinstance(parsed, str) and MCP_PREFIX.match(parsed):
+        return mcp_error_value(parsed)
+    return parsed
+
+
+def _validation_context(value: object) -> dict[str, Any]:
+    text = error_text(value) or ""
+    found = _VALIDATION.match(text)
+    if found is not None:
+        return {"field": found.group("field").strip()[:200], "problem": found.group("problem").strip()[:200]}
+    required = _REQUIRED_PROPERTY.search(text)
+    if required is not None:
+        return {"field": required.group("field")[:200], "problem": "required"}
+    return {}
+
+
+def _text_rule(pattern: re.Pattern[str], code: Code, message: str | None, name: str,
+               context: Callable[[Any], Mapping[str, Any] | None] | None = None) -> ResultRule:
+    def matches(value: object) -> bool:
+        if not looks_like_error(value):
+            return False
+        text = error_text(value)
+        return text is not None and pattern.search(text) is not None
+
+    matches.__name__ = name
+    return ResultRule(matches, code, message, context, name=name)
+
+
+def _jsonrpc_code(exc: BaseException) -> int | None:
+    error = getattr(exc, "error", None)
+    code = getattr(error, "code", None)
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def mcp() -> Rules:
+    """Rules for what MCP servers return: the SDK's error texts (argument validation, unknown tool, a crash
+    reported as a bare ``Error executing tool NAME``) and JSON-RPC errors (``mcp.MCPError``) by code."""
+    mcp_error = _mcp_error_class()
+    exception_rules: list[ExceptionRule] = []
+    if mcp_error:
+        classes = mcp_error
+        for rpc_code, code in JSONRPC_CODES.items():
+            exception_rules.append(ExceptionRule(
+                _rpc_matcher(classes, rpc_code), code, context=_rpc_context, name=f"jsonrpc:{rpc_code}"))
+        exception_rules.append(ExceptionRule(
+            classes, Code.UPSTREAM_UNAVAILABLE,
+            "The MCP server behind this tool reported a protocol error. Make the identical call again shortly, "
+            "for example after a few seconds.", context=_rpc_context, name="jsonrpc:error"))
+    result_rules = [
+        _text_rule(_VALIDATION, Code.VALIDATION_ERROR,
+                   "The arguments do not match the tool's input schema ({field}: {problem}). Correct that "
+                   "argument, for example as the tool's input schema describes it.",
+                   "mcp:validation", _validation_context),
+        _text_rule(_INPUT_VALIDATION, Code.VALIDATION_ERROR,
+                   "The arguments do not match the tool's input schema. Correct them, for example supply the "
+                   "missing or mistyped field named in context.", "mcp:input-validation", _validation_context),
+        _text_rule(_UNKNOWN_TOOL, Code.NOT_FOUND,
+                   "There is no tool by that name on this server. Call one of the listed tools instead, for "
+                   "example after listing the tools again.", "mcp:unknown-tool"),
+        _text_rule(re.compile(r"^\s*Error executing tool [^\s:]+\s*$"), Code.INTERNAL_ERROR, None, "mcp:crash"),
+    ]
+    return Rules(exception_rules, result_rules)
+
+
+def _rpc_matcher(classes: tuple[type[BaseException], ...], rpc_code: int) -> Callable[[BaseException], bool]:
+    def matches(exc: BaseException) -> bool:
+        return isinstance(exc, classes) and _jsonrpc_code(exc) == rpc_code
+
+    matches.__name__ = f"jsonrpc:{rpc_code}"
+    return matches
+
+
+def _rpc_context(exc: BaseException) -> dict[str, Any]:
+    return {"jsonrpc_code": _jsonrpc_code(exc)}
+
+
+def _mcp_error_class() -> tuple[type[BaseException], ...]:
+    """``mcp.MCPError`` when the SDK is installed."""
+    try:
+        from mcp.shared.exceptions import MCPError
+    except ImportError:
+        return ()
+    return (MCPError,)

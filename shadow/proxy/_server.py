@@ -1,0 +1,368 @@
+"""The MCP shadow proxy: a child stdio MCP server's tools, served to the agent through the flag, every call logged."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TextIO
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+from mcp import StdioServerParameters, types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from shadow import _clock as clock
+from shadow import _sessions as sessions
+from shadow._adapter import PendingCall, ToolSpec
+from shadow._ids import new_id
+from shadow._logs import get_logger
+from shadow._redact import JSONValue
+from shadow.calllog._records import CallRecord, MarkRecord
+from shadow.contract._codes import Code
+from shadow.contract._describe import describe
+from shadow.contract._guard import Outcome, outcome_of_exception, outcome_of_value
+from shadow.contract._payloads import Payload, ToolError
+from shadow.contract._rules import ExceptionRule, Rules, looks_like_error
+from shadow.contract._schema import schema
+from shadow.flags import _db as flagmod
+from shadow.flags._db import Mode, Variant
+from shadow.normalize import _http as normalize
+from shadow.proxy._upstream import (
+    CONNECTION_CLOSED,
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    REQUEST_TIMEOUT,
+    ProxyStartError,
+    Upstream,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+    leaf,
+)
+from shadow.typing import FlagSource
+
+log = get_logger("shadow.proxy")
+
+__all__ = [
+    "CONNECTION_CLOSED", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "PROXY_RULES", "REQUEST_TIMEOUT", "ProxyCall",
+    "ProxyStartError", "ShadowProxy", "Upstream", "UpstreamTimeout", "UpstreamUnavailable", "cutover_tool",
+    "is_idempotent", "proxy_rules", "result_dump", "result_value", "serve", "structured_result",
+]
+
+PROXY_RULES: Final = Rules((
+    ExceptionRule(UpstreamTimeout, Code.UPSTREAM_TIMEOUT,
+                  "The MCP server behind this tool did not answer in time. Make the identical call again, for "
+                  "example after a short pause.", name="proxy:timeout"),
+    ExceptionRule(UpstreamUnavailable, Code.UPSTREAM_UNAVAILABLE,
+                  "The MCP server behind this tool stopped or could not be started. Make the identical call again "
+                  "shortly, for example after a few seconds.", name="proxy:unavailable"),
+))
+
+
+def proxy_rules(rules: Rules | None = None) -> Rules:
+    """The proxy's rules: yours first, then the proxy's own, ``normalize.mcp()`` and ``Rules.default()``."""
+    return (rules or Rules.empty()) + PROXY_RULES + normalize.mcp() + Rules.default()
+
+
+# ---------------------------------------------------------------- reading and writing tool results
+
+
+def result_value(result: types.CallToolResult) -> object:
+    """What a tool result means to the result rules (see ``normalize.tool_text_value``)."""
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    text = "\n".join(texts)
+    structured = result.structured_content
+    if result.is_error:
+        if isinstance(structured, Mapping) and looks_like_error(structured):
+            return dict(structured)
+        return normalize.tool_text_value(text, is_error=True)
+    if structured is not None:
+        return structured
+    if len(texts) == len(result.content):
+        return normalize.tool_text_value(text) if texts else None
+    return [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content]
+
+
+def result_dump(result: types.CallToolResult) -> JSONValue:
+    """A tool result as the client received it (content, isError, structuredContent), as JSON data."""
+    dumped: JSONValue = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def structured_result(payload: Payload) -> types.CallToolResult:
+    """The structured payload as an MCP result: JSON text for clients that read only content, structured
+    content for those that read it, and ``isError`` on errors."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=dict(payload),
+        is_error=not payload["ok"],
+    )
+
+
+def is_idempotent(tool: types.Tool | None) -> bool:
+    """Whether a blind retry is safe: the tool says it is read-only or idempotent (MCP's defaults say neither)."""
+    hints = tool.annotations if tool is not None else None
+    return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+
+
+def cutover_tool(tool: types.Tool) -> types.Tool:
+    """The tool as served in cutover: its description carries the codes paragraph, its output schema the contract."""
+    paragraph = describe().strip()
+    description = f"{tool.description.rstrip()}\n\n{paragraph}" if tool.description else paragraph
+    return tool.model_copy(update={"description": description, "output_schema": schema()})
+
+
+class ProxyCall(PendingCall):
+    """A proxied call's raw facts; ``build`` (in the writer thread) reads the MCP result and makes the record."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, *args: Any, result: types.CallToolResult | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.result = result
+
+    def build(self) -> CallRecord:
+        """The call record; the legacy payload is the MCP result the client received."""
+        if self.result is not None:
+            if self.outcome is None:
+                spec = self.spec
+                try:
+                    self.outcome = outcome_of_value(result_value(self.result), rules=spec.rules,
+                                                    idempotent=spec.idempotent, tool=spec.name)
+                except Exception as exc:
+                    log.warning("proxy_translation_failed", tool=spec.name, error_type=type(exc).__name__)
+            self.value = result_dump(self.result)
+        return super().build()
+
+
+def _as_mcp_error(exc: BaseException) -> MCPError:
+    """What a client talking to the child directly would have seen: a JSON-RPC error."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, UpstreamTimeout):
+        return MCPError(code=REQUEST_TIMEOUT, message="Request 'tools/call' timed out")
+    return MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+
+
+# ---------------------------------------------------------------- the server the agent talks to
+
+
+class ShadowProxy:
+    """Serves the child's tools: per tool the flag decides what the client receives; every call is logged."""
+
+    def __init__(self, name: str, upstream: Upstream, *, rules: Rules | None = None,
+                 flags: FlagSource | None = None, session_id: str | None = None) -> None:
+        self.name = name
+        self.upstream = upstream
+        self.rules = proxy_rules(rules)
+        self.flags = flags
+        self.session_id = session_id or f"mcp-{name}-{uuid.uuid4().hex[:16]}"
+        self.tools: dict[str, types.Tool] = {}
+        self._specs: dict[str, ToolSpec] = {}
+        self._logged = False
+
+    def _flags(self) -> FlagSource:
+        return self.flags or flagmod.current()
+
+    def _served_structured(self, tool: str) -> bool:
+        try:
+            state = self._flags().state(tool)
+            return state.mode is Mode.CUTOVER and state.variant(self.session_id) is Variant.STRUCTURED
+        except Exception as exc:
+            log.warning("proxy_flag_failed", tool=tool, error_type=type(exc).__name__)
+            return False
+
+    async def list_tools(self, _ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        """The child's tools; those in the structured arm carry the codes paragraph and the contract schema."""
+        try:
+            tools = await self.upstream.list_tools()
+        except (UpstreamUnavailable, TimeoutError, MCPError) as exc:
+            if not self.tools:
+                raise _as_mcp_error(exc) from None
+            tools = list(self.tools.values())
+        self.tools = {tool.name: tool for tool in tools}
+        self._specs.clear()
+        return types.ListToolsResult(
+            tools=[cutover_tool(tool) if self._served_structured(tool.name) else tool for tool in tools])
+
+    def _begin(self, tool: str) -> tuple[Mode, Variant, int] | None:
+        try:
+            state = self._flags().state(tool)
+            if state.mode is Mode.LEGACY:
+                return None
+            self._logged = True
+            return state.mode, state.variant(self.session_id), sessions.next_seq(self.session_id)
+        except Exception as exc:
+            log.warning("proxy_flag_failed", tool=tool, error_type=type(exc).__name__)
+            return None
+
+    async def call_tool(self, _ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """Forward the call; in the structured arm, answer with the structured payload instead."""
+        name, forwarded = params.name, params.arguments  # forwarded as the client sent them (None stays None)
+        arguments = dict(forwarded or {})
+        started = self._begin(name)
+        if started is None:
+            try:
+                return await self.upstream.call_tool(name, forwarded)
+            except (UpstreamUnavailable, UpstreamTimeout) as exc:
+                raise _as_mcp_error(exc) from None
+        t0, p0 = clock.now_ns(), time.perf_counter_ns()
+        try:
+            result = await self.upstream.call_tool(name, forwarded)
+        except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
+            payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
+            if payload is not None:
+                return structured_result(payload)
+            raise _as_mcp_error(exc) from None
+        payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, result=result)
+        return result if payload is None else structured_result(payload)
+
+    def _finish(
+        self, started: tuple[Mode, Variant, int], tool: str, arguments: dict[str, Any], t0: int, latency: int, *,
+        result: types.CallToolResult | None = None, exc: BaseException | None = None,
+    ) -> Payload | None:
+        mode, variant, seq = started
+        spec = self._spec(tool)
+        idempotent = spec.idempotent
+        outcome: Outcome | None = None
+        if variant is Variant.STRUCTURED:
+            try:
+                if exc is not None:
+                    outcome = outcome_of_exception(exc, rules=self.rules, idempotent=idempotent, tool=tool, quiet=True)
+                else:
+                    assert result is not None
+                    outcome = outcome_of_value(result_value(result), rules=self.rules, idempotent=idempotent,
+                                               tool=tool)
+            except Exception as failure:
+                log.warning("proxy_translation_failed", tool=tool, error_type=type(failure).__name__)
+                outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
+        try:
+            from shadow.calllog._writer import get_writer
+
+            get_writer().submit(ProxyCall(spec, mode, variant, self.session_id, seq, t0, latency, (), arguments,
+                                          exc=exc, outcome=outcome, result=result))
+        except Exception as failure:
+            log.warning("proxy_log_failed", tool=tool, error_type=type(failure).__name__)
+        return outcome.payload if outcome is not None else None
+
+    def _spec(self, tool: str) -> ToolSpec:
+        found = self._specs.get(tool)
+        if found is None:
+            found = self._specs[tool] = ToolSpec(tool, self.rules, is_idempotent(self.tools.get(tool)), None, "proxy")
+        return found
+
+    # -- prompts and resources pass through unchanged
+
+    async def _forward(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            link = await self.upstream.link()
+            with anyio.fail_after(self.upstream.timeout):
+                return await getattr(link.session, method)(*args, **kwargs)
+        except (UpstreamUnavailable, TimeoutError) as exc:
+            raise _as_mcp_error(exc) from None
+
+    async def list_prompts(self, _ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        """The child's prompts."""
+        found: types.ListPromptsResult = await self._forward("list_prompts", params=params)
+        return found
+
+    async def get_prompt(self, _ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        """One of the child's prompts."""
+        found: types.GetPromptResult = await self._forward("get_prompt", params.name, params.arguments)
+        return found
+
+    async def list_resources(self, _ctx: Any,
+                             params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        """The child's resources."""
+        found: types.ListResourcesResult = await self._forward("list_resources", params=params)
+        return found
+
+    async def list_resource_templates(
+        self, _ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        """The child's resource templates."""
+        found: types.ListResourceTemplatesResult = await self._forward("list_resource_templates", params=params)
+        return found
+
+    async def read_resource(self, _ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """One of the child's resources."""
+        found: types.ReadResourceResult = await self._forward("read_resource", params.uri)
+        return found
+
+    def server(self, init: types.InitializeResult) -> Server[Any]:
+        """The MCP server the agent's client talks to, offering what the child offers."""
+        caps = init.capabilities
+        handlers: dict[str, Any] = {"on_list_tools": self.list_tools, "on_call_tool": self.call_tool}
+        if caps.prompts is not None:
+            handlers.update(on_list_prompts=self.list_prompts, on_get_prompt=self.get_prompt)
+        if caps.resources is not None:
+            handlers.update(on_list_resources=self.list_resources, on_read_resource=self.read_resource,
+                            on_list_resource_templates=self.list_resource_templates)
+        return Server(self.name, version=init.server_info.version or "", instructions=init.instructions,
+                      **handlers)
+
+    def end(self) -> None:
+        """Record that the agent's session ended (the client disconnected), when any of its calls was logged."""
+        if not self._logged:
+            return
+        try:
+            from shadow.calllog._writer import get_writer
+
+            get_writer().submit(MarkRecord(new_id(), self.session_id, sessions.next_seq(self.session_id), clock.now(),
+                                           "end", str(os.getpid()), sessions.HOST, "proxy"))
+        except Exception as exc:
+            log.warning("proxy_mark_failed", error_type=type(exc).__name__)
+
+
+async def serve(
+    command: Sequence[str], *, name: str, rules: Rules | None = None, timeout: float = DEFAULT_TIMEOUT,
+    start_timeout: float = DEFAULT_START_TIMEOUT, flags: FlagSource | None = None,
+    env: Mapping[str, str] | None = None, errlog: TextIO = sys.stderr,
+) -> None:
+    """Run the proxy on this process's stdin and stdout until the client disconnects.
+
+    Raises ``ProxyStartError`` when the child command does not start as an MCP server.
+    """
+    if not command:
+        raise ProxyStartError("no MCP server command given; put it after `--`, for example: "
+                              "shadow proxy --name files -- python server.py")
+    params = StdioServerParameters(command=command[0], args=list(command[1:]),
+                                   env=dict(env if env is not None else os.environ))
+    upstream = Upstream(params, timeout=timeout, start_timeout=start_timeout, errlog=errlog)
+    try:
+        async with anyio.create_task_group() as group:
+            init = await upstream.start(group)
+            proxy = ShadowProxy(name, upstream, rules=rules, flags=flags)
+            await anyio.to_thread.run_sync(_warm_up, proxy)
+            log.info("proxy_started", name=name, command=upstream.command, session_id=proxy.session_id)
+            server = proxy.server(init)
+            try:
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                proxy.end()
+                await upstream.close()
+                group.cancel_scope.cancel()
+    except BaseExceptionGroup as group_error:
+        raise leaf(group_error) from None
+    finally:
+        from shadow.calllog._writer import flush
+
+        await anyio.to_thread.run_sync(flush, 10.0)
+
+
+def _warm_up(proxy: ShadowProxy) -> None:
+    """Load flags and start the writer before the first call, so no call waits on either."""
+    try:
+        proxy._flags().state("*warm-up*")
+        from shadow.calllog._writer import get_writer
+
+        get_writer()
+    except Exception as exc:
+        log.warning("proxy_warm_up_failed", error_type=type(exc).__name__)

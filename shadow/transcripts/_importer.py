@@ -1,0 +1,277 @@
+"""``shadow import``: agent transcripts into the call log, so a team can measure the loop rate it has today."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy import select
+
+from shadow import _sessions as sessions
+from shadow._adapter import PendingCall, ToolSpec
+from shadow._redact import JSONValue, to_jsonable
+from shadow.calllog import _db as db
+from shadow.calllog import _migrate as migrate
+from shadow.calllog import _tables as tables
+from shadow.calllog._records import CallRecord, MarkRecord, Record
+from shadow.calllog._store import SqlStore
+from shadow.contract._guard import Outcome, outcome_of_value
+from shadow.contract._payloads import ToolError, ok
+from shadow.contract._rules import Rules, looks_like_error
+from shadow.contract._schema import is_valid
+from shadow.flags._db import Mode, Variant
+from shadow.normalize import _http as normalize
+from shadow.transcripts._formats import (
+    Call,
+    Conversation,
+    Format,
+    FormatError,
+    Mark,
+    Parsed,
+    Problem,
+    parse_chat,
+    text_of,
+)
+from shadow.transcripts._otel import parse_otel
+
+#: Record ids are uuid5 of (session, sequence, kind) in this namespace: importing a file again adds nothing.
+NAMESPACE: Final = uuid.UUID("6f1d3c52-7a0e-5b8e-9a43-2f3d0c9e5a11")
+SOURCE: Final = "import"
+BATCH: Final = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """How to read transcripts: the format, the arm the model was in, where messages and ids live, the rules."""
+
+    fmt: Format
+    variant: Variant = Variant.LEGACY
+    messages_key: str | None = None
+    id_key: str | None = None
+    rules: Rules | None = None
+
+    def effective_rules(self) -> Rules:
+        """Your rules first, then the MCP error texts, then the built-in rules (the adapter's)."""
+        return (self.rules or Rules.empty()) + normalize.mcp() + Rules.default()
+
+
+@dataclass(slots=True)
+class Summary:
+    """What an import saw and wrote."""
+
+    files: int = 0
+    conversations: int = 0
+    calls: int = 0
+    errors: int = 0
+    user_turns: int = 0
+    ends: int = 0
+    unrecorded_arguments: int = 0
+    written: int = 0
+    already_present: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        """Malformed records skipped."""
+        return len(self.problems)
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as JSON data (the shape of ``shadow import --output json``)."""
+        return {
+            "files": self.files, "conversations": self.conversations, "calls": self.calls, "errors": self.errors,
+            "user_turns": self.user_turns, "ends": self.ends, "skipped": self.skipped,
+            "unrecorded_arguments": self.unrecorded_arguments, "written": self.written,
+            "already_present": self.already_present,
+            "problems": [{"where": p.where, "message": p.message} for p in self.problems],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFile:
+    """One transcript file, parsed: its conversations, the records it could not read, its digest and time."""
+
+    path: Path
+    digest: str
+    mtime: dt.datetime
+    parsed: Parsed
+
+
+def read_file(path: str | Path, options: ImportOptions) -> ReadFile:
+    """Parse one file; ``FormatError`` when the whole file is unreadable in ``options.fmt``."""
+    where = Path(path)
+    try:
+        raw = where.read_bytes()
+    except FileNotFoundError:
+        raise FormatError(f"{where}: no such file; check the path") from None
+    except IsADirectoryError:
+        raise FormatError(f"{where} is a directory; pass transcript files, for example {where}/*.jsonl") from None
+    except OSError as exc:
+        raise FormatError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{where} is not UTF-8 text (byte {exc.start}); export the transcripts as JSON") from None
+    name = str(where)
+    if options.fmt == "otel":
+        parsed = parse_otel(text, name)
+    else:
+        parsed = parse_chat(options.fmt, text, name, messages_key=options.messages_key, id_key=options.id_key)
+    mtime = dt.datetime.fromtimestamp(where.stat().st_mtime, dt.UTC)
+    return ReadFile(where, hashlib.sha256(raw).hexdigest(), mtime, parsed)
+
+
+def record_id(session_id: str, seq: int, kind: str) -> str:
+    """The deterministic id of an imported record."""
+    return str(uuid.uuid5(NAMESPACE, f"{session_id}\n{seq}\n{kind}"))
+
+
+def result_value(call: Call) -> object:
+    """What the result rules read for a call's result (see ``normalize.tool_text_value``)."""
+    result = call.result
+    if isinstance(result, Mapping) and "type" not in result:
+        if call.is_error and not looks_like_error(result):
+            return {"ok": False, "error": text_of([result]) or "error"}
+        return dict(result)
+    text = text_of(result) if not isinstance(result, str) else result
+    if text is None:
+        if call.is_error:
+            return {"ok": False, "error": "error"}
+        return to_jsonable(result, redact=False)
+    return normalize.tool_text_value(text, is_error=call.is_error)
+
+
+def served_outcome(call: Call) -> Outcome | None:
+    """The outcome of a result that already is a contract payload (the structured arm), else None."""
+    text = call.result if isinstance(call.result, str) else text_of(call.result)
+    if text is None:
+        return None
+    payload = normalize.tool_text_value(text)
+    if not isinstance(payload, Mapping) or not is_valid(payload):
+        return None
+    if payload["ok"]:
+        return Outcome(ok(payload["data"]))
+    body = payload["error"]
+    try:
+        error = ToolError(body["code"], body["message"], body["retryable"], body["next_action"], body["context"])
+    except (TypeError, ValueError):
+        return None
+    return Outcome(error.payload(), error, "served")
+
+
+def outcome_of(call: Call, options: ImportOptions, rules: Rules) -> Outcome:
+    """A call's outcome: a served contract payload as it is, else the explicit flag, else the result rules."""
+    if options.variant is Variant.STRUCTURED:
+        served = served_outcome(call)
+        if served is not None:
+            return served
+    value = result_value(call)
+    if call.is_error is False:
+        return Outcome(ok(value))
+    outcome = outcome_of_value(value, rules=rules, tool=call.tool)
+    if call.is_error and outcome.error is None:
+        return Outcome(ToolError.of("internal_error").payload(), ToolError.of("internal_error"), None, True)
+    return outcome
+
+
+def _legacy(call: Call) -> JSONValue:
+    content = to_jsonable(call.result)
+    if call.is_error is None:
+        return content
+    return {"content": content, "is_error": call.is_error}
+
+
+def session_of(conversation: Conversation, read: ReadFile, index: int) -> str:
+    """The session id: the conversation's own id, else one derived from the file's content and position."""
+    return conversation.conversation_id or f"import-{read.digest[:16]}-{index}"
+
+
+def records(read: ReadFile, options: ImportOptions, summary: Summary, rules: Rules | None = None) -> Iterator[Record]:
+    """The call and mark records of one parsed file (counted into ``summary``)."""
+    rules = rules or options.effective_rules()
+    mode = Mode.CUTOVER if options.variant is Variant.STRUCTURED else Mode.SHADOW
+    for index, conversation in enumerate(read.parsed.conversations):
+        summary.conversations += 1
+        sid = session_of(conversation, read, index)
+        base = conversation.ts or read.mtime
+        for seq, event in enumerate(conversation.events, 1):
+            ts = event.ts or base + dt.timedelta(microseconds=seq)
+            if isinstance(event, Mark):
+                summary.user_turns += event.kind == "user_turn"
+                summary.ends += event.kind == "end"
+                yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, SOURCE)
+                continue
+            outcome = outcome_of(event, options, rules)
+            spec = ToolSpec(event.tool, rules, True, None, SOURCE)
+            started = int(ts.timestamp() * 1_000_000) * 1000
+            pending = PendingCall(spec, mode, options.variant, sid, seq, started, event.latency_us * 1000, (),
+                                  event.arguments, value=_legacy(event), outcome=outcome)
+            record = pending.build()
+            summary.calls += 1
+            summary.errors += record.outcome == "error"
+            summary.unrecorded_arguments += not event.arguments_recorded
+            yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE)
+
+
+def _present(url: str, batch: Sequence[Record]) -> int:
+    found = 0
+    with db.engine(url).connect() as conn:
+        for table, kind in ((tables.calls, CallRecord), (tables.marks, MarkRecord)):
+            ids = [r.id for r in batch if isinstance(r, kind)]
+            if ids:
+                found += len(conn.execute(select(table.c.id).where(table.c.id.in_(ids))).all())
+    return found
+
+
+def read_files(paths: Iterable[str | Path], options: ImportOptions) -> list[ReadFile]:
+    """Parse every file; a whole file that cannot be read raises ``FormatError`` (nothing is written then)."""
+    return [read_file(path, options) for path in paths]
+
+
+def write(
+    reads: Sequence[ReadFile], url: str, options: ImportOptions, *, dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Summary:
+    """Write the records of parsed files to the call log at ``url``; ``progress(1)`` after each conversation."""
+    summary = Summary()
+    rules = options.effective_rules()
+    store = SqlStore(url)
+    if not dry_run:
+        migrate.ensure(store.url)
+    batch: list[Record] = []
+
+    def flush() -> None:
+        if batch and not dry_run:
+            summary.already_present += _present(store.url, batch)
+            store.write(batch)
+        summary.written += len(batch)
+        batch.clear()
+
+    for read in reads:
+        summary.files += 1
+        summary.problems.extend(read.parsed.problems)
+        seen = summary.conversations
+        for record in records(read, options, summary, rules):
+            batch.append(record)
+            if len(batch) >= BATCH:
+                flush()
+            if progress is not None and summary.conversations > seen:
+                progress(summary.conversations - seen)
+                seen = summary.conversations
+    flush()
+    summary.written -= summary.already_present
+    return summary
+
+
+def import_files(
+    paths: Iterable[str | Path], url: str, options: ImportOptions, *, dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Summary:
+    """Read every file first (a whole file that cannot be read raises ``FormatError`` before anything is
+    written), then write their records to the call log at ``url``; importing a file twice adds nothing."""
+    return write(read_files(paths, options), url, options, dry_run=dry_run, progress=progress)

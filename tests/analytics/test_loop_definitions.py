@@ -1,0 +1,251 @@
+"""The loop definitions in plain Python, cross-checking the SQL models field by field on generated sessions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shadow.analytics import _report as report
+from shadow.analytics._warehouse import Warehouse
+from shadow.calllog import _tables as tables
+
+T0 = dt.datetime(2025, 3, 14, 9, 0, 0)
+RETRYABLE = {"rate_limited": True, "upstream_timeout": True, "validation_error": False, "not_found": False}
+
+
+@dataclass
+class Event:
+    """A generated call or mark, before it becomes a row."""
+
+    id: str
+    session_id: str
+    seq: int
+    ts: dt.datetime
+    kind: str  # "call" or a mark kind
+    row: dict[str, Any]
+
+
+# --- the definitions, as a reviewer would write them ------------------------------------------------------------
+
+
+def top_field(arg_hashes: dict[str, str] | None, field: str) -> str:
+    """The argument a field names: itself when an argument has that name, else its top-level part."""
+    if arg_hashes is not None and field in arg_hashes:
+        return field
+    found = re.match(r"^[^.\[]+", field)
+    return found.group(0) if found else ""
+
+
+def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each error's follow-up facts, straight from the README's definitions."""
+    out: dict[str, dict[str, Any]] = {}
+    sessions = {c["session_id"] for c in calls}
+    for sid in sessions:
+        events = [(c["seq"], 0, c["id"], c) for c in calls if c["session_id"] == sid]
+        events += [(m["seq"], 1, m["id"], m) for m in marks
+                   if m["session_id"] == sid and m["kind"] in ("user_turn", "end")]
+        events.sort(key=lambda e: (e[0], e[1]))  # seqs are unique here: ties are broken by a hash in the SQL
+        order = [e for e in events if e[1] == 0]
+        for i, (_, _, _, c) in enumerate(order):
+            if c["outcome"] != "error":
+                continue
+            at = next(k for k, e in enumerate(events) if e[1] == 0 and e[2] == c["id"])
+            nxt = order[i + 1][3] if i + 1 < len(order) else None
+            first = events[at + 1] if at + 1 < len(events) else None
+            same = nxt is not None and nxt["tool"] == c["tool"] and nxt["fingerprint"] == c["fingerprint"]
+            if first is None:
+                follow = "nothing"
+            elif first[1] == 1:
+                follow = "end" if first[3]["kind"] == "end" else "user_turn"
+            elif same:
+                follow = "repeat"
+            elif first[3]["tool"] == c["tool"]:
+                follow = "repair"
+            else:
+                follow = "other_tool"
+            marks_between = False
+            if nxt is not None:
+                at_next = next(k for k, e in enumerate(events) if e[1] == 0 and e[2] == nxt["id"])
+                marks_between = any(e[1] == 1 for e in events[at + 1:at_next])
+            length = 0
+            if same:
+                for _, _, _, later in order[i + 1:]:
+                    if later["tool"] != c["tool"] or later["fingerprint"] != c["fingerprint"]:
+                        break
+                    length += 1
+            justified = same and c["retryable"] is True
+            delta_us = None if nxt is None else int((nxt["ts"] - c["ts"]) / dt.timedelta(microseconds=1))
+            named = c["code"] == "validation_error" and c["error_field"] is not None and follow == "repair"
+            field = top_field(c["arg_hashes"], c["error_field"]) if named else None
+            changed = None
+            if named and c["arg_hashes"] is not None and nxt is not None and nxt["arg_hashes"] is not None:
+                changed = c["arg_hashes"].get(field) != nxt["arg_hashes"].get(field)
+            out[c["id"]] = {
+                "session_id": sid, "tool": c["tool"], "variant": c["variant"], "code": c["code"],
+                "follow_up": follow, "looped": same, "back_to_back": same and not marks_between,
+                "loop_length": length, "justified_retry": justified,
+                "ms_to_next_call": None if delta_us is None else delta_us // 1000,
+                "waited_retry_after": (delta_us >= c["retry_after_ms"] * 1000
+                                       if justified and c["retry_after_ms"] is not None else None),
+                "repair_field": field, "repair_field_changed": changed,
+                "next_call_id": None if nxt is None else nxt["id"],
+            }
+    return out
+
+
+# --- generated sessions ---------------------------------------------------------------------------------------
+
+tools_ = st.sampled_from(["search", "create_task", "send_mail"])
+fingerprints = st.sampled_from(["f1", "f2", "f3"])
+hashes = st.none() | st.dictionaries(st.sampled_from(["due", "title", "items"]), st.sampled_from(["h1", "h2"]),
+                                     max_size=3)
+
+
+@st.composite
+def call_spec(draw: st.DrawFn) -> dict[str, Any]:
+    error = draw(st.booleans())
+    code = draw(st.sampled_from(sorted(RETRYABLE))) if error else None
+    return {
+        "kind": "call", "tool": draw(tools_), "fingerprint": draw(fingerprints), "arg_hashes": draw(hashes),
+        "outcome": "error" if error else "ok", "code": code,
+        "retryable": (RETRYABLE[code] if draw(st.booleans()) else None) if code else None,
+        "retry_after_ms": draw(st.none() | st.integers(0, 3000)) if code else None,
+        "error_field": draw(st.none() | st.sampled_from(["due", "items[0].due", "title.text", "[0]"]))
+        if code == "validation_error" else None,
+        "variant": draw(st.sampled_from(["legacy", "structured"])),
+        "unmapped": draw(st.booleans()) if error else False,
+        "gap_ms": draw(st.integers(0, 4000)),
+    }
+
+
+event_spec = st.one_of(
+    call_spec(), call_spec(), call_spec(),
+    st.fixed_dictionaries({"kind": st.sampled_from(["user_turn", "end", "note"]), "gap_ms": st.integers(0, 4000)}),
+)
+sessions_spec = st.lists(st.lists(event_spec, min_size=1, max_size=14), min_size=1, max_size=4)
+
+
+def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    calls: list[dict[str, Any]] = []
+    marks: list[dict[str, Any]] = []
+    for s, events in enumerate(sessions):
+        ts = T0 + dt.timedelta(hours=s)
+        for i, e in enumerate(events, start=1):
+            ts += dt.timedelta(milliseconds=e["gap_ms"])
+            base = {"id": f"{s:02d}-{i:03d}", "session_id": f"session-{s}", "seq": i * 2, "ts": ts,
+                    "process": "p", "host": "h", "source": "live", "inserted_at": T0}
+            if e["kind"] != "call":
+                marks.append({**base, "kind": e["kind"]})
+                continue
+            calls.append({**base, "tool": e["tool"], "mode": "cutover", "variant": e["variant"],
+                          "fingerprint": e["fingerprint"], "arg_hashes": e["arg_hashes"], "args": None,
+                          "outcome": e["outcome"], "legacy_payload": None, "new_payload": None, "code": e["code"],
+                          "retryable": e["retryable"], "next_action": None, "retry_after_ms": e["retry_after_ms"],
+                          "error_field": e["error_field"], "rule": None, "unmapped": e["unmapped"],
+                          "schema_valid": True, "latency_us": 1000 + i})
+    return calls, marks
+
+
+def load(calls: list[dict[str, Any]], marks: list[dict[str, Any]]) -> Warehouse:
+    wh = Warehouse.in_memory()
+    for table, rows in ((tables.calls, calls), (tables.marks, marks)):
+        names = [c.name for c in table.columns]
+        if rows:
+            placeholders = ", ".join("?" for _ in names)
+            wh.con.executemany(
+                f"INSERT INTO {table.name} VALUES ({placeholders})",
+                [[json.dumps(r[n]) if n in ("arg_hashes", "args", "legacy_payload", "new_payload")
+                  and r[n] is not None else r[n] for n in names] for r in rows],
+            )
+    wh.derive()
+    return wh
+
+
+FIELDS = ("session_id", "tool", "variant", "code", "follow_up", "looped", "back_to_back", "loop_length",
+          "justified_retry", "ms_to_next_call", "waited_retry_after", "repair_field", "repair_field_changed",
+          "next_call_id")
+
+
+def sql_followups(wh: Warehouse) -> dict[str, dict[str, Any]]:
+    cur = wh.con.execute(f"SELECT id, {', '.join(FIELDS)} FROM error_followups")
+    return {row[0]: dict(zip(FIELDS, row[1:], strict=True)) for row in cur.fetchall()}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions_spec)
+def test_sql_followups_match_the_definitions_field_by_field(sessions: list[list[dict[str, Any]]]) -> None:
+    calls, marks = build(sessions)
+    wh = load(calls, marks)
+    expected = reference_followups(calls, marks)
+    got = sql_followups(wh)
+    assert set(got) == set(expected)
+    for error_id, facts in expected.items():
+        for name in FIELDS:
+            assert got[error_id][name] == facts[name], (error_id, name)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions_spec)
+def test_report_arm_totals_match_the_definitions(sessions: list[list[dict[str, Any]]]) -> None:
+    calls, marks = build(sessions)
+    wh = load(calls, marks)
+    facts = reference_followups(calls, marks)
+    result = report.loop_rate_report(wh, resamples=50)
+    for arm in result.variants:
+        mine = [f for f in facts.values() if f["variant"] == arm.variant]
+        loops = [f for f in mine if f["looped"]]
+        assert arm.calls == sum(1 for c in calls if c["variant"] == arm.variant)
+        assert arm.errors == len(mine)
+        assert arm.loops == len(loops)
+        assert arm.back_to_back_loops == sum(1 for f in loops if f["back_to_back"])
+        assert arm.justified_retries == sum(1 for f in mine if f["justified_retry"])
+        assert arm.justified_retries_waited == sum(1 for f in mine if f["waited_retry_after"])
+        assert dict(arm.follow_ups) == {k: Counter(f["follow_up"] for f in mine)[k] for k in report.FOLLOW_UPS}
+        assert arm.codes == dict(Counter(f["code"] for f in mine))
+        if loops:
+            assert arm.mean_loop_length == sum(f["loop_length"] for f in loops) / len(loops)
+            assert arm.loop_rate == len(loops) / len(mine)
+        changed = [f["repair_field_changed"] for f in mine if f["repair_field"] is not None]
+        assert dict(arm.field_repairs) == {"changed": changed.count(True), "unchanged": changed.count(False),
+                                           "unknown": changed.count(None)}
+    assert {v.variant for v in result.variants} == {c["variant"] for c in calls}
+
+
+def test_a_loop_after_a_user_turn_is_a_loop_but_not_back_to_back() -> None:
+    calls, marks = build([[
+        {"kind": "call", "tool": "search", "fingerprint": "f1", "arg_hashes": None, "outcome": "error",
+         "code": "not_found", "retryable": False, "retry_after_ms": None, "error_field": None,
+         "variant": "legacy", "unmapped": False, "gap_ms": 0},
+        {"kind": "user_turn", "gap_ms": 10},
+        {"kind": "call", "tool": "search", "fingerprint": "f1", "arg_hashes": None, "outcome": "ok",
+         "code": None, "retryable": None, "retry_after_ms": None, "error_field": None,
+         "variant": "legacy", "unmapped": False, "gap_ms": 10},
+    ]])
+    row = next(iter(sql_followups(load(calls, marks)).values()))
+    assert (row["follow_up"], row["looped"], row["back_to_back"], row["loop_length"]) == ("user_turn", True,
+                                                                                           False, 1)
+
+
+def test_a_repair_of_the_named_field_is_told_apart_from_one_that_left_it() -> None:
+    def err(hashes: dict[str, str], gap: int = 0) -> dict[str, Any]:
+        return {"kind": "call", "tool": "create_task", "fingerprint": f"fp-{sorted(hashes.items())}",
+                "arg_hashes": hashes, "outcome": "error", "code": "validation_error", "retryable": False,
+                "retry_after_ms": None, "error_field": "due", "variant": "structured", "unmapped": False,
+                "gap_ms": gap}
+
+    calls, marks = build([
+        [err({"due": "h1", "title": "h1"}), err({"due": "h2", "title": "h1"})],  # fixed the field
+        [err({"due": "h1", "title": "h1"}), err({"due": "h1", "title": "h2"})],  # changed something else
+    ])
+    rows = sql_followups(load(calls, marks))
+    firsts = {r["session_id"]: r for k, r in rows.items() if k.endswith("-001")}
+    assert firsts["session-0"]["repair_field_changed"] is True
+    assert firsts["session-1"]["repair_field_changed"] is False
+    assert firsts["session-0"]["follow_up"] == firsts["session-1"]["follow_up"] == "repair"

@@ -1,0 +1,334 @@
+"""Sync into the DuckDB warehouse (incremental, late and out-of-order rows, rebuild), Parquet export, SQL models."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import insert, text
+
+from shadow._ids import new_id
+from shadow.analytics import _sql as sql
+from shadow.analytics._report import loop_rate_report
+from shadow.analytics._warehouse import SourceError, Warehouse, WarehouseError
+from shadow.calllog import _db as db
+from shadow.calllog import _migrate as migrate
+from shadow.calllog import _tables as tables
+from shadow.calllog._records import CallRecord, MarkRecord
+from shadow.calllog._store import SqlStore
+
+T0 = dt.datetime(2025, 3, 14, 9, 0, tzinfo=dt.UTC)
+
+
+def call(session: str, seq: int, tool: str = "search", fingerprint: str = "f1", outcome: str = "ok",
+         **extra: Any) -> CallRecord:
+    fields: dict[str, Any] = {
+        "id": new_id(), "session_id": session, "seq": seq, "ts": T0 + dt.timedelta(seconds=seq), "tool": tool,
+        "mode": "shadow", "variant": "legacy", "fingerprint": fingerprint, "arg_hashes": {"q": fingerprint},
+        "args": {"q": "x"}, "outcome": outcome, "legacy_payload": {"error": "bad"} if outcome == "error" else None,
+        "new_payload": None, "code": "not_found" if outcome == "error" else None, "retryable": None,
+        "next_action": None, "retry_after_ms": None, "error_field": None, "rule": None, "unmapped": False,
+        "schema_valid": True, "latency_us": 1500, "process": "p1", "host": "h1",
+    }
+    fields.update(extra)
+    return CallRecord(**fields)
+
+
+def mark(session: str, seq: int, kind: str = "user_turn") -> MarkRecord:
+    return MarkRecord(new_id(), session, seq, T0 + dt.timedelta(seconds=seq), kind, "p1", "h1")
+
+
+def session_rows(prefix: str, n: int) -> list[CallRecord | MarkRecord]:
+    out: list[CallRecord | MarkRecord] = []
+    for s in range(n):
+        sid = f"{prefix}-{s}"
+        out += [call(sid, 1, outcome="error"), call(sid, 2), mark(sid, 3), call(sid, 4, "create_task", "g1")]
+    return out
+
+
+def snapshot(wh: Warehouse) -> dict[str, list[tuple[Any, ...]]]:
+    return {name: wh.con.execute(f"SELECT * FROM {name} ORDER BY ALL").fetchall()
+            for name in ("calls", "marks", "flags", "flag_audit", "error_followups", "flag_periods")}
+
+
+def without_insert_times(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(r[:-1] for r in rows)
+
+
+@pytest.fixture
+def store_url(db_url: str) -> str:
+    migrate.ensure(db_url)
+    return db_url
+
+
+def test_incremental_sync_equals_rebuild(store_url: str, tmp_path: Path) -> None:
+    store = SqlStore(store_url)
+    inc = Warehouse.open(tmp_path / "inc.duckdb")
+    results = []
+    for batch in range(4):
+        store.write(session_rows(f"b{batch}", 5))
+        # a late call in the middle of an already synced session changes an old error's follow-up
+        if batch:
+            store.write([call("b0-0", 100 * batch, outcome="error"), call("b0-0", 100 * batch - 50, "late")])
+        results.append(inc.sync(store_url))
+    full = Warehouse.open(tmp_path / "full.duckdb")
+    full.sync(store_url, rebuild=True)
+    assert results[0].rebuilt and not any(r.rebuilt for r in results[1:])
+    assert [r.calls_added for r in results] == [15, 17, 17, 17]
+    assert snapshot(inc) == snapshot(full)
+    inc.close()
+    full.close()
+
+
+def test_a_second_sync_adds_nothing_and_reads_only_the_margin(store_url: str, tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 3))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url)
+        again = wh.sync(store_url)
+        assert (again.calls_added, again.marks_added, again.sessions_recomputed) == (0, 0, 0)
+        assert again.calls_read == 9  # all rows are younger than the five-minute margin
+        assert wh.con.execute("SELECT count(*), count(DISTINCT id) FROM calls").fetchall() == [(9, 9)]
+
+
+def test_rows_committed_after_the_watermark_with_an_older_insert_time_are_picked_up(
+        store_url: str, tmp_path: Path) -> None:
+    """A writer whose transaction committed late: its rows carry an insert time before the synced rows'."""
+    SqlStore(store_url).write(session_rows("early", 2))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url)
+        newest = wh.con.execute("SELECT max(inserted_at) FROM calls").fetchall()[0][0]
+        late = call("late-writer", 1, outcome="error").to_row()
+        late["inserted_at"] = newest - dt.timedelta(seconds=30)
+        late["ts"] = late["ts"].replace(tzinfo=None)
+        with db.engine(store_url).begin() as conn:
+            conn.execute(insert(tables.calls), [late])
+        result = wh.sync(store_url)
+        assert result.calls_added == 1
+        ids = {r[0] for r in wh.con.execute("SELECT id FROM error_followups").fetchall()}
+        assert late["id"] in ids
+
+
+def test_a_spool_replayed_hours_late_is_picked_up_and_recomputes_its_sessions(
+        store_url: str, tmp_path: Path) -> None:
+    store = SqlStore(store_url)
+    store.write([call("s", 1, outcome="error"), call("s", 3, "other_tool")])
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url)
+        before = wh.con.execute("SELECT follow_up, looped FROM error_followups").fetchall()
+        # the call at seq 2 was spooled by a process that lost the database; it is replayed hours later
+        store.write([call("s", 2, ts=T0 - dt.timedelta(hours=5))])
+        result = wh.sync(store_url)
+        after = wh.con.execute("SELECT follow_up, looped FROM error_followups").fetchall()
+    assert before == [("other_tool", False)]
+    assert (result.calls_added, result.sessions_recomputed) == (1, 1)
+    assert after == [("repeat", True)]
+
+
+@pytest.mark.postgres
+def test_out_of_order_commits_from_two_postgres_writers_are_all_picked_up(pg_url: str, tmp_path: Path) -> None:
+    """Writer A starts first and commits last; its rows' insert time precedes writer B's. No margin at all."""
+    migrate.ensure(pg_url)
+    engine = db.create(pg_url)
+    a, b = engine.connect(), engine.connect()
+    try:
+        a.begin()
+        a.execute(insert(tables.calls), [_pg_row(call("a", 1, outcome="error"))])
+        time.sleep(0.05)
+        b.begin()
+        b.execute(insert(tables.calls), [_pg_row(call("b", 1))])
+        b.commit()
+        with Warehouse.open(tmp_path / "w.duckdb") as wh:
+            first = wh.sync(pg_url, margin=dt.timedelta(0))
+            a.commit()
+            second = wh.sync(pg_url, margin=dt.timedelta(0))
+            sessions = sorted(r[0] for r in wh.con.execute("SELECT session_id FROM calls").fetchall())
+        assert (first.calls_added, second.calls_added) == (1, 1)
+        assert sessions == ["a", "b"]
+    finally:
+        a.close()
+        b.close()
+        engine.dispose()
+
+
+def _pg_row(record: CallRecord) -> dict[str, Any]:
+    return record.to_row()
+
+
+def test_two_writer_processes_interleaving_lose_and_duplicate_nothing(store_url: str, tmp_path: Path) -> None:
+    script = (
+        "import sys, datetime as dt\n"
+        "from shadow.calllog._store import SqlStore\n"
+        "from tests.analytics.test_warehouse import session_rows\n"
+        "store = SqlStore(sys.argv[1])\n"
+        "for i in range(6):\n"
+        "    store.write(session_rows(f'{sys.argv[2]}{i}', 4))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    procs = [subprocess.Popen([sys.executable, "-c", script, store_url, name], env=env) for name in ("x", "y")]
+    seen = 0
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        while any(p.poll() is None for p in procs):
+            seen += wh.sync(store_url).calls_added
+            time.sleep(0.05)
+        seen += wh.sync(store_url).calls_added
+        counts = wh.con.execute("SELECT count(*), count(DISTINCT id) FROM calls").fetchall()
+    assert all(p.returncode == 0 for p in procs)
+    assert seen == 2 * 6 * 4 * 3
+    assert counts == [(seen, seen)]
+
+
+def test_rebuild_starts_over_and_flag_history_is_copied(store_url: str, tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 2))
+    with db.engine(store_url).begin() as conn:
+        conn.execute(insert(tables.flag_audit), [{
+            "id": new_id(), "tool": "search", "old_mode": "shadow", "old_percent": 100, "new_mode": "cutover",
+            "new_percent": 50, "actor": "ana", "reason": "half", "ts": T0.replace(tzinfo=None),
+        }])
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url)
+        wh.con.execute("DELETE FROM calls WHERE session_id = 's-0'")
+        rebuilt = wh.sync(store_url, rebuild=True)
+        assert rebuilt.rebuilt and rebuilt.calls_added == 6 and rebuilt.flag_changes == 1
+        assert wh.con.execute("SELECT tool, mode, percent, randomised FROM flag_periods").fetchall() == [
+            ("search", "cutover", 50, True)]
+
+
+def test_a_row_that_cannot_be_loaded_leaves_the_warehouse_as_it_was(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    SqlStore(url).write(session_rows("s", 2))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(url)
+        before = snapshot(wh)
+        bad = call("bad", 1).to_row()
+        bad["ts"] = bad["ts"].replace(tzinfo=None)
+        with db.engine(url).begin() as conn:
+            conn.execute(insert(tables.calls), [bad])
+            conn.execute(text("UPDATE calls SET args = 'not json {' WHERE session_id = 'bad'"))
+        with pytest.raises(WarehouseError, match="could not be loaded.*unchanged"):
+            wh.sync(url)
+        assert snapshot(wh) == before
+        assert not [r for r in wh.con.execute("SHOW TABLES").fetchall() if r[0].startswith("_stage")]
+
+
+def test_a_warehouse_built_from_another_store_asks_for_a_rebuild(tmp_path: Path) -> None:
+    first, second = f"sqlite:///{tmp_path}/one.db", f"sqlite:///{tmp_path}/two.db"
+    for url in (first, second):
+        SqlStore(url).write(session_rows("s", 1))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(first)
+        with pytest.raises(WarehouseError, match="--rebuild"):
+            wh.sync(second)
+        assert wh.sync(second, rebuild=True).calls_added == 3
+
+
+def test_a_store_without_a_call_log_says_how_to_create_one(tmp_path: Path) -> None:
+    with Warehouse.open(tmp_path / "w.duckdb") as wh, pytest.raises(SourceError, match="shadow db upgrade"):
+        wh.sync(f"sqlite:///{tmp_path}/empty.db")
+
+
+def test_bad_warehouse_paths_are_refused_with_a_fix(tmp_path: Path) -> None:
+    with pytest.raises(WarehouseError, match="is a directory"):
+        Warehouse.open(tmp_path)
+    with pytest.raises(WarehouseError, match="does not exist"):
+        Warehouse.open(tmp_path / "no" / "such" / "w.duckdb")
+    with pytest.raises(WarehouseError, match="run `shadow sync` first"):
+        Warehouse.open(tmp_path / "missing.duckdb", read_only=True)
+    (tmp_path / "junk.duckdb").write_text("not a database")
+    with pytest.raises(WarehouseError, match="not a DuckDB warehouse"):
+        Warehouse.open(tmp_path / "junk.duckdb")
+
+
+def test_the_default_warehouse_sits_beside_the_store_and_shadow_warehouse_overrides_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow import _config as config
+
+    monkeypatch.setenv("SHADOW_DB_URL", f"sqlite:///{tmp_path}/calls.db")
+    config.reset()
+    SqlStore(f"sqlite:///{tmp_path}/calls.db").write(session_rows("s", 1))
+    with Warehouse.open() as wh:
+        wh.sync()
+        assert wh.path == tmp_path / "calls.duckdb"
+    monkeypatch.setenv("SHADOW_WAREHOUSE", str(tmp_path / "elsewhere.duckdb"))
+    config.reset()
+    with Warehouse.open() as wh:
+        assert wh.path == tmp_path / "elsewhere.duckdb"
+
+
+def test_sync_reports_progress_up_to_the_row_count(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    SqlStore(url).write(session_rows("s", 4))
+    seen: list[tuple[int, int]] = []
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(url, progress=lambda done, total: seen.append((done, total)))
+    assert seen[0] == (0, 16) and seen[-1] == (16, 16)
+
+
+def test_parquet_export_is_day_partitioned_and_reports_the_same(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    store = SqlStore(url)
+    store.write(session_rows("d1", 3))
+    store.write([call("d2-0", 1, outcome="error", ts=T0 + dt.timedelta(days=1)),
+                 call("d2-0", 2, ts=T0 + dt.timedelta(days=1, seconds=1))])
+    out = tmp_path / "parquet"
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(url)
+        result = wh.export_parquet(out)
+        direct = loop_rate_report(wh).to_dict()
+        with pytest.raises(WarehouseError, match="--overwrite"):
+            wh.export_parquet(out)
+        wh.export_parquet(out, overwrite=True)
+    assert (result.calls, result.marks) == (11, 3)
+    assert sorted(p.name for p in (out / "calls").iterdir()) == ["day=2025-03-14", "day=2025-03-15"]
+    assert (out / "flag_audit.parquet").exists()
+    with Warehouse.from_parquet(out) as pq:
+        via_parquet = loop_rate_report(pq).to_dict()
+    for d in (direct, via_parquet):
+        d.pop("generated_at")
+        d["methods"].pop("synced_at")
+    assert via_parquet == direct
+
+
+def test_models_are_package_data_of_the_analytics_subpackage() -> None:
+    where = Path(str(sql.models_dir()))
+    assert where == Path(sql.__file__).parent / "models"
+    assert set(sql.names()) == {p.stem for p in where.glob("*.sql")}
+
+
+def test_models_bind_exactly_their_declared_parameters() -> None:
+    assert sql.parameters("SELECT $a, '$not_me' -- $nor_me\n FROM t WHERE x = $b") == {"a", "b"}
+    assert sql.parameters(sql.load("report_totals")) == {"tool", "since", "until"}
+    con = Warehouse.in_memory().con
+    with pytest.raises(TypeError, match="missing \\['until'\\]"):
+        sql.run(con, "report_totals", {"tool": None, "since": None})
+    with pytest.raises(KeyError, match="known: "):
+        sql.load("no_such_model")
+    with pytest.raises(ValueError, match="not a model name"):
+        sql.load("../etc/passwd")
+
+
+def test_every_model_opens_with_a_comment_and_holds_one_statement() -> None:
+    for name in sql.names():
+        query = sql.load(name)
+        assert query.startswith(f"-- {name}:"), name
+        code = re.sub(r"--[^\n]*|'(?:[^']|'')*'", " ", query)
+        assert ";" not in code, name
+
+
+@pytest.mark.postgres
+def test_sync_of_postgres_keeps_utc_times_whatever_the_server_zone(pg_url: str, tmp_path: Path) -> None:
+    migrate.ensure(pg_url)
+    with db.engine(pg_url).begin() as conn:
+        conn.execute(text("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone TO %L', "
+                          "current_database(), 'America/New_York'); END $$"))
+    db.dispose_all()
+    SqlStore(pg_url).write([call("s", 1, ts=dt.datetime(2025, 3, 14, 23, 30, tzinfo=dt.UTC))])
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(pg_url)
+        assert wh.con.execute("SELECT ts FROM calls").fetchall() == [(dt.datetime(2025, 3, 14, 23, 30),)]
