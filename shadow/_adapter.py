@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import inspect
@@ -54,23 +55,29 @@ class ToolSpec:
     signature: inspect.Signature | None = None
     source: str = "live"
 
+    def outcome(self, value: Any, exc: BaseException | None) -> Outcome:
+        """What the contract says of a call that returned ``value`` or raised ``exc``."""
+        if exc is not None:
+            return outcome_of_exception(exc, rules=self.rules, idempotent=self.idempotent, tool=self.name, quiet=True)
+        return outcome_of_value(value, rules=self.rules, idempotent=self.idempotent, tool=self.name)
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PendingCall:
     """A call's raw facts, captured on the hot path; ``build`` (in the writer thread) makes the record."""
 
-    __slots__ = ("args", "exc", "kwargs", "latency_ns", "mode", "outcome", "seq", "session_id", "spec",
-                 "started_ns", "value", "variant")
-
-    def __init__(
-        self, spec: ToolSpec, mode: Mode, variant: Variant, session_id: str, seq: int, started_ns: int,
-        latency_ns: int, args: tuple[Any, ...], kwargs: Mapping[str, Any], value: Any = None,
-        exc: BaseException | None = None, outcome: Outcome | None = None,
-    ) -> None:
-        self.spec, self.mode, self.variant = spec, mode, variant
-        self.session_id, self.seq = session_id, seq
-        self.started_ns, self.latency_ns = started_ns, latency_ns
-        self.args, self.kwargs = args, kwargs
-        self.value, self.exc, self.outcome = value, exc, outcome
+    spec: ToolSpec
+    mode: Mode
+    variant: Variant
+    session_id: str
+    seq: int
+    started_ns: int
+    latency_ns: int
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    value: Any = None
+    exc: BaseException | None = None
+    outcome: Outcome | None = None
 
     def build(self) -> CallRecord:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
@@ -122,11 +129,7 @@ class PendingCall:
         return dict(bound)
 
     def _outcome(self) -> Outcome:
-        spec = self.spec
-        if self.exc is not None:
-            return outcome_of_exception(self.exc, rules=spec.rules, idempotent=spec.idempotent, tool=spec.name,
-                                        quiet=True)
-        return outcome_of_value(self.value, rules=spec.rules, idempotent=spec.idempotent, tool=spec.name)
+        return self.spec.outcome(self.value, self.exc)
 
     def _legacy(self, max_bytes: int) -> JSONValue:
         if self.exc is not None:
@@ -154,17 +157,73 @@ def _internal_failure(tool: str, exc: Exception) -> None:
         raise exc
 
 
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A call that is being shadowed: its flag, arm, place in the session and start times."""
+
+    mode: Mode
+    variant: Variant
+    session_id: str
+    seq: int
+    t0: int = dataclasses.field(default_factory=clock.now_ns)
+    p0: int = dataclasses.field(default_factory=time.perf_counter_ns)
+
+
+class _Runner:
+    """Everything a wrapped call does around the tool itself, shared by the sync and the async wrapper."""
+
+    __slots__ = ("flags", "spec")
+
+    def __init__(self, spec: ToolSpec, flags: FlagSource | None) -> None:
+        self.spec = spec
+        self.flags = flags
+
+    def begin(self) -> _Started | None:
+        """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure)."""
+        try:
+            state = (self.flags or flagmod.current()).state(self.spec.name)
+            if state.mode is Mode.LEGACY:
+                return None
+            sid = sessions.current()
+            variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
+            return _Started(state.mode, variant, sid, sessions.next_seq(sid))
+        except Exception as exc:
+            _internal_failure(self.spec.name, exc)
+            return None
+
+    def finish(self, started: _Started, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any = None,
+               exc: BaseException | None = None) -> Payload | None:
+        """Hand the call to the writer; the structured payload when this call is in the structured arm."""
+        latency = time.perf_counter_ns() - started.p0
+        outcome = None
+        if started.variant is Variant.STRUCTURED:
+            try:
+                outcome = self.spec.outcome(value, exc)
+            except Exception as failure:
+                outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
+                _internal_failure(self.spec.name, failure)
+        try:
+            get_writer().submit(PendingCall(
+                spec=self.spec, mode=started.mode, variant=started.variant, session_id=started.session_id,
+                seq=started.seq, started_ns=started.t0, latency_ns=latency, args=args, kwargs=kwargs, value=value,
+                exc=exc, outcome=outcome,
+            ))
+        except Exception as failure:
+            _internal_failure(self.spec.name, failure)
+        return outcome.payload if outcome is not None else None
+
+
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
 def tool(
-    fn: None = None, /, name: str | None = None, *, rules: Rules | None = None, idempotent: bool = True,
+    fn: str | None = None, /, name: str | None = None, *, rules: Rules | None = None, idempotent: bool = True,
     flags: FlagSource | None = None, source: str = "live",
 ) -> Callable[[F], F]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None,
+    fn: Callable[..., Any] | str | None = None,
     /,
     name: str | None = None,
     *,
@@ -175,101 +234,82 @@ def tool(
 ) -> Any:
     """Wrap a legacy tool (plain or ``async def``) behind its flag.
 
-    ``legacy``: the legacy call only. ``shadow``: the legacy result (the same object) or exception (the same
-    one) reaches the caller, and the structured payload is logged. ``cutover``: sessions in the structured arm
-    receive the structured payload instead. Failures of the adapter itself are logged and swallowed.
-    ``source`` labels the records (``"live"``; ``shadow demo`` uses ``"simulated"``).
+    ``@shadow.tool``, ``@shadow.tool("name")`` and ``@shadow.tool(name="name")`` all work. ``legacy``: the legacy
+    call only. ``shadow``: the legacy result (the same object) or exception (the same one) reaches the caller, and
+    the structured payload is logged. ``cutover``: sessions in the structured arm receive the structured payload
+    instead. Failures of the adapter itself are logged and swallowed. ``source`` labels the records (``"live"``;
+    ``shadow demo`` uses ``"simulated"``).
     """
+    if isinstance(fn, str):
+        if name is not None:
+            raise TypeError(f"shadow.tool: the name is given twice ({fn!r} and name={name!r}); give it once")
+        fn, name = None, fn
+    _check_options(name, rules, flags)
     if fn is None:
         return functools.partial(_wrap, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
     return _wrap(fn, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
+
+
+def _check_options(name: object, rules: object, flags: object) -> None:
+    """Misuse is a ``TypeError`` at decoration time, before anything is logged."""
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise TypeError(f"shadow.tool: name must be a non-empty string, not {name!r}; "
+                        'for example @shadow.tool("create_task")')
+    if rules is not None and not isinstance(rules, Rules):
+        raise TypeError(f"shadow.tool: rules must be a shadow.Rules, not {type(rules).__name__}")
+    if flags is not None and not callable(getattr(flags, "state", None)):
+        raise TypeError(f"shadow.tool: flags must be a flag source (an object with .state(tool)), "
+                        f"not {type(flags).__name__}")
 
 
 def _wrap(
     fn: Callable[..., Any], *, name: str | None, rules: Rules | None, idempotent: bool, flags: FlagSource | None,
     source: str = "live",
 ) -> Any:
+    if not callable(fn):
+        raise TypeError(f"shadow.tool wraps a function, not {type(fn).__name__}: "
+                        '@shadow.tool, @shadow.tool("name") or @shadow.tool(name="name", rules=...)')
     tool_name = name or getattr(fn, "__name__", None) or "tool"
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):
         signature = None
-    effective_rules = rules or _DEFAULT_RULES
-    spec = ToolSpec(tool_name, effective_rules, idempotent, signature, source)
-
-    def begin() -> tuple[Mode, Variant, str, int] | None:
-        try:
-            state = (flags or flagmod.current()).state(tool_name)
-            if state.mode is Mode.LEGACY:
-                return None
-            sid = sessions.current()
-            variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
-            return state.mode, variant, sid, sessions.next_seq(sid)
-        except Exception as exc:
-            _internal_failure(tool_name, exc)
-            return None
-
-    def finish(
-        started: tuple[Mode, Variant, str, int], t0: int, latency: int, args: tuple[Any, ...],
-        kwargs: dict[str, Any], value: Any = None, exc: BaseException | None = None,
-    ) -> Payload | None:
-        mode, variant, sid, seq = started
-        outcome = None
-        if variant is Variant.STRUCTURED:
-            try:
-                if exc is not None:
-                    outcome = outcome_of_exception(exc, rules=effective_rules, idempotent=idempotent, tool=tool_name,
-                                                   quiet=True)
-                else:
-                    outcome = outcome_of_value(value, rules=effective_rules, idempotent=idempotent, tool=tool_name)
-            except Exception as failure:
-                outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
-                _internal_failure(tool_name, failure)
-        try:
-            item = PendingCall(spec, mode, variant, sid, seq, t0, latency, args, kwargs, value, exc, outcome)
-            get_writer().submit(item)
-        except Exception as failure:
-            _internal_failure(tool_name, failure)
-        return outcome.payload if outcome is not None else None
+    runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source), flags)
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = begin()
+            started = runner.begin()
             if started is None:
                 return await fn(*args, **kwargs)
-            t0 = clock.now_ns()
-            p0 = time.perf_counter_ns()
             try:
                 value = await fn(*args, **kwargs)
             except Exception as exc:
-                structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, exc=exc)
-                if structured is not None:
-                    return structured
-                raise
-            structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, value=value)
-            return structured if structured is not None else value
+                structured = runner.finish(started, args, kwargs, exc=exc)
+                if structured is None:
+                    raise
+                return structured
+            structured = runner.finish(started, args, kwargs, value=value)
+            return value if structured is None else structured
 
         async_wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = begin()
+        started = runner.begin()
         if started is None:
             return fn(*args, **kwargs)
-        t0 = clock.now_ns()
-        p0 = time.perf_counter_ns()
         try:
             value = fn(*args, **kwargs)
         except Exception as exc:
-            structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, exc=exc)
-            if structured is not None:
-                return structured
-            raise
-        structured = finish(started, t0, time.perf_counter_ns() - p0, args, kwargs, value=value)
-        return structured if structured is not None else value
+            structured = runner.finish(started, args, kwargs, exc=exc)
+            if structured is None:
+                raise
+            return structured
+        structured = runner.finish(started, args, kwargs, value=value)
+        return value if structured is None else structured
 
     wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
     return wrapper

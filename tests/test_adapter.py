@@ -365,3 +365,30 @@ def test_methods_are_logged_without_self(store: InMemoryStore) -> None:
 
     assert Tools().lookup("k") == "k"
     assert calls(store)[0].args == {"key": "k"}
+
+
+def test_a_positional_name_names_the_tool_as_langchain_style_decorators_allow(store: InMemoryStore) -> None:
+    @tool("create_task", flags=InMemoryFlags({"create_task": "shadow"}))
+    def make(title: str) -> Any:
+        return {"id": 1, "title": title}
+
+    assert make("x") == {"id": 1, "title": "x"}
+    assert make.__shadow_tool__ == "create_task"  # type: ignore[attr-defined]
+    assert [r.tool for r in calls(store)] == ["create_task"]
+
+
+@pytest.mark.parametrize(("args", "kwargs", "match"), [
+    (("a",), {"name": "b"}, "given twice"),
+    ((), {"name": 42}, "non-empty string"),
+    ((), {"name": "  "}, "non-empty string"),
+    ((), {"rules": "strict"}, "shadow.Rules"),
+    ((), {"flags": {"x": "shadow"}}, "flag source"),
+])
+def test_misuse_is_a_type_error_at_decoration_time_that_writes_nothing(
+    store: InMemoryStore, args: tuple[Any, ...], kwargs: dict[str, Any], match: str,
+) -> None:
+    with pytest.raises(TypeError, match=match):
+        tool(*args, **kwargs)(lambda: None)
+    with pytest.raises(TypeError, match="wraps a function"):
+        tool(name="x")(42)  # type: ignore[type-var]
+    assert calls(store) == []

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 import anyio
@@ -118,27 +120,23 @@ def cutover_tool(tool: types.Tool) -> types.Tool:
     return tool.model_copy(update={"description": description, "output_schema": schema()})
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProxyCall(PendingCall):
     """A proxied call's raw facts; ``build`` (in the writer thread) reads the MCP result and makes the record."""
 
-    __slots__ = ("result",)
-
-    def __init__(self, *args: Any, result: types.CallToolResult | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.result = result
+    result: types.CallToolResult | None = None
 
     def build(self) -> CallRecord:
         """The call record; the legacy payload is the MCP result the client received."""
-        if self.result is not None:
-            if self.outcome is None:
-                spec = self.spec
-                try:
-                    self.outcome = outcome_of_value(result_value(self.result), rules=spec.rules,
-                                                    idempotent=spec.idempotent, tool=spec.name)
-                except Exception as exc:
-                    log.warning("proxy_translation_failed", tool=spec.name, error_type=type(exc).__name__)
-            self.value = result_dump(self.result)
-        return super().build()
+        if self.result is None:
+            return PendingCall.build(self)
+        outcome = self.outcome
+        if outcome is None:
+            try:
+                outcome = self.spec.outcome(result_value(self.result), None)
+            except Exception as exc:
+                log.warning("proxy_translation_failed", tool=self.spec.name, error_type=type(exc).__name__)
+        return dataclasses.replace(self, result=None, outcome=outcome, value=result_dump(self.result)).build()
 
 
 def _as_mcp_error(exc: BaseException) -> MCPError:
@@ -245,8 +243,10 @@ class ShadowProxy:
         try:
             from shadow.calllog._writer import get_writer
 
-            get_writer().submit(ProxyCall(spec, mode, variant, self.session_id, seq, t0, latency, (), arguments,
-                                          exc=exc, outcome=outcome, result=result))
+            get_writer().submit(ProxyCall(
+                spec=spec, mode=mode, variant=variant, session_id=self.session_id, seq=seq, started_ns=t0,
+                latency_ns=latency, args=(), kwargs=arguments, exc=exc, outcome=outcome, result=result,
+            ))
         except Exception as failure:
             log.warning("proxy_log_failed", tool=tool, error_type=type(failure).__name__)
         return outcome.payload if outcome is not None else None

@@ -209,8 +209,9 @@ def records(read: ReadFile, options: ImportOptions, summary: Summary, rules: Rul
             outcome = outcome_of(event, options, rules)
             spec = ToolSpec(event.tool, rules, True, None, SOURCE)
             started = int(ts.timestamp() * 1_000_000) * 1000
-            pending = PendingCall(spec, mode, options.variant, sid, seq, started, event.latency_us * 1000, (),
-                                  event.arguments, value=_legacy(event), outcome=outcome)
+            pending = PendingCall(spec=spec, mode=mode, variant=options.variant, session_id=sid, seq=seq,
+                                  started_ns=started, latency_ns=event.latency_us * 1000, args=(),
+                                  kwargs=event.arguments, value=_legacy(event), outcome=outcome)
             record = pending.build()
             summary.calls += 1
             summary.errors += record.outcome == "error"
