@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import Engine, case, func, inspect, select
+from sqlalchemy import Connection, Engine, case, func, inspect, select
 
 from shadow import _clock as clock
 from shadow._config import sqlite_path
@@ -194,10 +194,7 @@ def readiness(
                 leak_count += 1
                 if len(leaks) < MAX_LEAKS_SHOWN:
                     leaks.append(Leak(str(call_id), code, tuple(text[:_LEAK_TEXT] for text in found)))
-        others: tuple[str, ...] = ()
-        if not n_calls:
-            names = select(calls.c.tool).distinct().order_by(calls.c.tool).limit(20)
-            others = tuple(str(name) for name, in conn.execute(names))
+        others = _tool_names(conn) if not n_calls else ()
     n_calls, n_errors, n_unmapped, n_invalid = int(n_calls), int(n_errors), int(n_unmapped), int(n_invalid)
     share = n_unmapped / n_errors if n_errors else 0.0
     proposed_seen = tuple(c for c in proposed or () if c in seen)
@@ -258,6 +255,22 @@ def _no_calls(tool: str, others: tuple[str, ...]) -> str:
 
 def _utc(value: object) -> dt.datetime | None:
     return clock.utc(value) if isinstance(value, dt.datetime) else None
+
+
+def _tool_names(conn: Connection, limit: int = 20) -> tuple[str, ...]:
+    names = select(calls.c.tool).distinct().order_by(calls.c.tool).limit(limit)
+    return tuple(str(name) for name, in conn.execute(names))
+
+
+def tool_in_log(url: str, tool: str) -> tuple[bool, tuple[str, ...]]:
+    """Whether the call log at ``url`` holds calls of ``tool``, and (when not) up to 20 tools it does hold.
+
+    Raises ``StoreMissing`` when there is no call log at ``url`` (nothing is created).
+    """
+    with _engine(url).connect() as conn:
+        if conn.execute(select(calls.c.id).where(calls.c.tool == tool).limit(1)).first() is not None:
+            return True, ()
+        return False, _tool_names(conn)
 
 
 def codes_for_tool(url: str, tool: str, inventory: InventorySource | None = None) -> list[Code]:

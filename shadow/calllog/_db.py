@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -14,19 +14,32 @@ _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 
 
+#: The database backends the call log runs on (SQLAlchemy backend names).
+SUPPORTED: Final = ("sqlite", "postgresql")
+_EXAMPLES: Final = "sqlite:///shadow.db or postgresql://user@host:5432/dbname"
+
+
 def normalise_url(url: str) -> str:
-    """Accept ``postgresql://`` and ``postgres://`` as psycopg 3 URLs; reject what is not a database URL."""
+    """The canonical form of a call-log URL: ``postgres(ql)://`` as psycopg 3, a SQLite file by its absolute path.
+
+    Raises ``ValueError`` (one line, naming the supported databases) for what is not a database URL or names a
+    database shadow does not support.
+    """
     if url.startswith("postgres://"):
         url = "postgresql://" + url[len("postgres://"):]
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     try:
-        make_url(url)
+        parsed = make_url(url)
     except ArgumentError:
-        raise ValueError(
-            f"{url!r} is not a database URL; use for example sqlite:///shadow.db "
-            "or postgresql+psycopg://user@host:5432/dbname"
-        ) from None
+        raise ValueError(f"{url!r} is not a database URL; use for example {_EXAMPLES}") from None
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED:
+        raise ValueError(f"shadow's call log runs on SQLite or PostgreSQL, not {backend}; use a URL like {_EXAMPLES}")
+    if backend == "sqlite" and parsed.database not in (None, "", ":memory:") and "uri" not in parsed.query:
+        absolute = os.path.abspath(parsed.database or "")
+        if absolute != parsed.database:  # the same file by a relative or an absolute URL is the same call log
+            url = parsed.set(database=absolute).render_as_string(hide_password=False)
     return url
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import enum
 import importlib.util
 import sys
-from typing import Final, NoReturn
+from typing import Annotated, Final, NoReturn
 
 import typer
 
 app = typer.Typer(
     name="shadow",
-    help="Move agent tools to one structured error contract, safely, with proof it helped.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -26,6 +26,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1  # the command ran and its answer is "no" (not ready, ambiguous codes, ...)
     USAGE = 2  # bad input: the message says how to fix it
     UNAVAILABLE = 3  # a database or service could not be reached
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 
 class UsageError(Exception):
@@ -36,6 +37,26 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code``."""
     typer.echo(f"shadow: {message}", err=True)
     raise typer.Exit(int(code))
+
+
+def _version(value: bool) -> None:
+    if value:
+        from shadow import __version__
+
+        typer.echo(f"shadow {__version__}")
+        raise typer.Exit(int(ExitCode.OK))
+
+
+@app.callback()
+def _root(
+    _version_flag: Annotated[bool, typer.Option(
+        "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Move agent tools to one structured error contract, safely, with proof it helped.
+
+    Exit codes: 0 ok; 1 the answer is no (not ready, ambiguous codes, ...); 2 bad input or no call log yet (the
+    message says how to fix it); 3 a database or service could not be reached; 130 interrupted.
+    """
 
 
 def main() -> None:

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import DbAliasOption, DbUrlOption, DescribeFormatOption, Format, require_call_log, store_url
+from shadow.contract._codes import Code
+from shadow.contract._describe import Format as DescribeShape
 from shadow.contract._describe import describe as describe_codes
 from shadow.contract._schema import schema_text
-
-
-class DescribeFormat(StrEnum):
-    """Output formats of ``shadow describe``."""
-
-    text = "text"
-    markdown = "markdown"
-    json = "json"
 
 
 @app.command()
@@ -32,16 +26,15 @@ def schema() -> None:
 
 @app.command()
 def describe(
-    fmt: Annotated[DescribeFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = (
-        DescribeFormat.text
-    ),
+    fmt: DescribeFormatOption = Format.text,
     tool: Annotated[str | None, typer.Option(
         "--tool", "-t", help="Only the codes this tool can return (seen in its shadow log, or proposed by --inventory)."
     )] = None,
     inventory: Annotated[Path | None, typer.Option(
         "--inventory", exists=True, dir_okay=False, help="A `shadow inventory --format json` file, with --tool."
     )] = None,
-    db_url: Annotated[str | None, typer.Option("--db-url", help="Call-log URL (default: SHADOW_DB_URL).")] = None,
+    db_url: DbUrlOption = None,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Print the paragraph a tool description should carry: every code and the three next actions.
 
@@ -51,17 +44,31 @@ def describe(
     """
     codes = None
     if tool is not None:
-        from sqlalchemy.exc import SQLAlchemyError
-
-        from shadow._config import settings
-        from shadow.analytics import _ready as ready
-
-        try:
-            codes = ready.codes_for_tool(db_url or settings().db_url, tool, inventory)
-        except (ready.StoreMissing, ValueError) as exc:
-            fail(str(exc))
-        except SQLAlchemyError as exc:
-            fail(f"the call log could not be read ({type(exc).__name__}); check --db-url", ExitCode.UNAVAILABLE)
+        codes = _codes_for(tool, store_url(db_url, db_alias), inventory)
     elif inventory is not None:
         fail("--inventory goes with --tool; for example: shadow describe --tool create_task --inventory inv.json")
-    typer.echo(describe_codes(codes, fmt=fmt.value), nl=False)
+    shape: DescribeShape = "json" if fmt is Format.json else "markdown" if fmt is Format.markdown else "text"
+    typer.echo(describe_codes(codes, fmt=shape), nl=False)
+
+
+def _codes_for(tool: str, url: str, inventory: Path | None) -> list[Code]:
+    """The codes ``tool`` can return; says so on stderr when neither the log nor the inventory knows the tool."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from shadow.analytics import _ready as ready
+
+    require_call_log(url)
+    try:
+        seen, others = ready.tool_in_log(url, tool)
+        proposed = ready.load_proposed(inventory, tool) if inventory is not None else ()
+        codes = ready.codes_for_tool(url, tool, inventory)
+    except (ready.StoreMissing, ValueError) as exc:
+        fail(str(exc))
+    except SQLAlchemyError as exc:
+        fail(f"the call log could not be read ({type(exc).__name__}); check --db-url", ExitCode.UNAVAILABLE)
+    if not seen and not proposed:
+        known = f"tools in the log: {', '.join(others)}" if others else "the log has no calls yet"
+        where = "the call log or the inventory" if inventory is not None else "the call log"
+        typer.echo(f"shadow: warning: {where} knows no tool {tool!r} ({known}); check the name. Only "
+                   "internal_error, which every wrapped tool can return, is listed.", err=True)
+    return codes

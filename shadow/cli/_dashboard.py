@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from shadow.analytics._defaults import DEFAULT_MARGIN
 from shadow.cli._app import ExitCode, app, fail, need_extra
-from shadow.cli._report import DbOption, WarehouseOption, _errors_to_exit, _run_sync, _time
-
-
-class DashboardFormat(StrEnum):
-    """Output formats of ``shadow dashboard``."""
-
-    text = "text"
-    json = "json"
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, WarehouseOption, time_option
+from shadow.cli._report import errors_to_exit, open_for_reading, stores
 
 
 @app.command()
@@ -30,7 +22,7 @@ def dashboard(
         "--since", help="From this UTC date or time (inclusive), e.g. 2025-03-01.")] = None,
     subtitle: Annotated[str | None, typer.Option(
         "--subtitle", help="A plain statement shown at the top, e.g. 'staging fleet, week 12'.")] = None,
-    db_url: DbOption = None,
+    db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Draw the warehouse as it is.")] = False,
     serve: Annotated[bool, typer.Option("--serve", help="Then serve the page until Ctrl-C.")] = False,
@@ -42,8 +34,8 @@ def dashboard(
     refresh: Annotated[float, typer.Option(
         "--refresh", min=0, help="With --serve: sync and rebuild on a request at most every this many seconds "
         "(0: never).")] = 60.0,
-    fmt: Annotated[DashboardFormat, typer.Option("--format", "-f", help="text or json (what was written).")]
-    = DashboardFormat.text,
+    fmt: FormatOption = Format.text,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Write the cutover dashboard: one self-contained HTML file that works offline (no request leaves the page).
 
@@ -53,22 +45,20 @@ def dashboard(
     Example: shadow dashboard --out cutover.html --since 2025-03-01 --serve --port 8050
     """
     need_extra("dashboard")
+    start = time_option(since, "--since")
+    where = stores(db_url, db_alias, warehouse)
+    open_for_reading(where, no_sync=no_sync)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
     from shadow.dashboard import _page as dash
 
-    start = _time(since, "--since")
-    if not no_sync:
-        _run_sync(db_url, warehouse, rebuild=False, margin=DEFAULT_MARGIN.total_seconds())
-
     def build() -> str:
-        with Warehouse.open(warehouse, read_only=True) as wh:
+        with Warehouse.open(where.warehouse, read_only=True) as wh:
             return dash.build_dashboard(wh, tool=tool, since=start, subtitle=subtitle)
 
     try:
         page = build()
     except (WarehouseError, ValueError) as exc:
-        _errors_to_exit(exc)
-        return
+        errors_to_exit(exc)
     try:
         written = dash.write_page(page, out)
     except dash.OutputError as exc:
@@ -77,17 +67,17 @@ def dashboard(
         fail(f"cannot write {out}: {exc.strerror or exc}; choose another --out", ExitCode.USAGE)
     size = written.stat().st_size
     facts: dict[str, object] = {"out": str(written.resolve()), "bytes": size, "tool": tool, "since": since}
-    if fmt is DashboardFormat.text:
+    if fmt is not Format.json:
         typer.echo(f"wrote {written} ({size / 1e6:.1f} MB, self-contained; open it in any browser, offline)")
     if not serve:
-        if fmt is DashboardFormat.json:
+        if fmt is Format.json:
             typer.echo(json.dumps(facts))
         return
 
     def rebuild() -> str:
         if not no_sync:
-            with Warehouse.open(warehouse) as wh:
-                wh.sync(db_url)
+            with Warehouse.open(where.warehouse) as wh:
+                wh.sync(where.url)
         return build()
 
     try:
@@ -95,7 +85,7 @@ def dashboard(
     except OSError as exc:
         fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}; choose another --port (or 0 for any free one)",
              ExitCode.UNAVAILABLE)
-    if fmt is DashboardFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps({**facts, "url": server.url}))
     else:
         typer.echo(f"serving the dashboard at {server.url} (Ctrl-C to stop)")

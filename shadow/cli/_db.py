@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import Annotated, NoReturn
 
 import typer
@@ -12,10 +11,10 @@ from alembic.util import CommandError
 from sqlalchemy import exc
 from sqlalchemy.engine import make_url
 
-from shadow._config import settings
-from shadow.calllog import _db
+from shadow._config import sqlite_path
 from shadow.calllog import _migrate as migrate
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_url
 
 db_app = typer.Typer(
     name="db",
@@ -25,27 +24,9 @@ db_app = typer.Typer(
 app.add_typer(db_app, name="db")
 
 
-class Format(StrEnum):
-    """Output formats of the ``shadow db`` commands."""
-
-    text = "text"
-    json = "json"
-
-
-UrlOption = Annotated[
-    str | None,
-    typer.Option("--db-url", "--url", help="Database URL; default: SHADOW_DB_URL, else sqlite:///shadow.db.",
-                 show_default=False),
-]
-FormatOption = Annotated[Format, typer.Option("--format", "-f", help="text or json.")]
-
-
-def _resolve(url: str | None) -> tuple[str, str]:
+def _resolve(db_url: str | None, alias: str | None) -> tuple[str, str]:
     """The URL to use and its display form (password hidden); a bad URL is a usage error."""
-    try:
-        full = _db.normalise_url(url or settings().db_url)
-    except ValueError as error:
-        fail(str(error), ExitCode.USAGE)
+    full = store_url(db_url, alias)
     return full, make_url(full).render_as_string(hide_password=True)
 
 
@@ -58,15 +39,16 @@ def _unavailable(shown: str, error: Exception) -> NoReturn:
 
 @db_app.command()
 def upgrade(
-    url: UrlOption = None,
+    db_url: DbUrlOption = None,
     revision: Annotated[str, typer.Option("--revision", help="Target revision.")] = "head",
     fmt: FormatOption = Format.text,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Create the call log's tables, or upgrade them to the newest schema (safe to run again; safe concurrently).
 
     Example: shadow db upgrade --db-url postgresql+psycopg://agent@db.internal:5432/shadow
     """
-    full, shown = _resolve(url)
+    full, shown = _resolve(db_url, db_alias)
     try:
         before = migrate.current(full)
         migrate.upgrade(full, revision)
@@ -86,14 +68,15 @@ def upgrade(
 
 
 @db_app.command()
-def current(url: UrlOption = None, fmt: FormatOption = Format.text) -> None:
+def current(db_url: DbUrlOption = None, fmt: FormatOption = Format.text, db_alias: DbAliasOption = None) -> None:
     """Show the schema revision of the database and whether it is the newest this version knows.
 
     Example: shadow db current --format json
     """
-    full, shown = _resolve(url)
+    full, shown = _resolve(db_url, db_alias)
+    path = sqlite_path(full)
     try:
-        found = migrate.current(full)
+        found = None if path is not None and not path.exists() else migrate.current(full)  # reading creates nothing
     except (exc.OperationalError, exc.InterfaceError, OSError) as error:
         _unavailable(shown, error)
     head = migrate.head()

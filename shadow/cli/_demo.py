@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from shadow.cli._app import ExitCode, app, fail, need_extra
-
-
-class DemoFormat(StrEnum):
-    """Output formats of ``shadow demo``."""
-
-    table = "table"
-    json = "json"
+from shadow.cli._options import Format, FormatOption
 
 
 @app.command()
@@ -28,15 +21,13 @@ def demo(
     sessions: Annotated[int, typer.Option("--sessions", "-n", min=1, max=200_000,
                                           help="Simulated agent tasks (about 10 calls each).")] = 800,
     seed: Annotated[int, typer.Option("--seed", help="Seed: the same seed gives the same traffic and report.")] = 7,
-    fmt: Annotated[DemoFormat, typer.Option(
-        "--format", "-f", help="table, or json: the report's JSON with \"simulated\": true added.")]
-    = DemoFormat.table,
+    fmt: FormatOption = Format.table,
 ) -> None:
     """Simulate an agent fleet through a shadow phase and a 50% cutover, then report and draw the dashboard.
 
     Every record is simulated traffic (the output says so). It creates a fresh SQLite store in --dir, wraps five
     legacy tools with the real adapter, syncs the DuckDB warehouse, prints the loop-rate report and writes
-    cutover.html.
+    cutover.html. With --format json, the report's JSON with "simulated": true added.
 
     Example: shadow demo --sessions 1000 --seed 3
     """
@@ -53,17 +44,17 @@ def demo(
         fail(str(exc))
     except RuntimeError as exc:
         fail(str(exc), ExitCode.FAILED)
-    if fmt is DemoFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps({"simulated": True, "notice": SIMULATED, **result.report.to_dict()}, indent=2))
     else:
         typer.echo(f"{SIMULATED}\n")
         typer.echo(render_table(result.report))
         typer.echo("")
     typer.echo(f"store:     {result.db_url}  ({result.fleet.calls} simulated calls, {result.fleet.sessions} sessions)",
-               err=fmt is DemoFormat.json)
-    typer.echo(f"warehouse: {result.warehouse}", err=fmt is DemoFormat.json)
+               err=fmt is Format.json)
+    typer.echo(f"warehouse: {result.warehouse}", err=fmt is Format.json)
     if result.dashboard is not None:
         typer.echo(f"dashboard: {result.dashboard}  (open it in a browser, or: shadow dashboard --serve "
-                   f"--db-url {result.db_url} --warehouse {result.warehouse})", err=fmt is DemoFormat.json)
+                   f"--db-url {result.db_url} --warehouse {result.warehouse})", err=fmt is Format.json)
     typer.echo("Next: shadow report loop-rate --db-url " + result.db_url + " --warehouse " + str(result.warehouse),
-               err=fmt is DemoFormat.json)
+               err=fmt is Format.json)

@@ -6,15 +6,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from shadow._config import settings
 from shadow._redact import JSONValue
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_url
 from shadow.contract._codes import Code
 from shadow.eval._run import (
     DEFAULT_THRESHOLD,
@@ -37,13 +36,6 @@ from shadow.eval._run import (
 )
 
 
-class EvalFormat(StrEnum):
-    """Output formats of ``shadow eval``."""
-
-    table = "table"
-    json = "json"
-
-
 @app.command("eval")
 def eval_command(
     base_url: Annotated[str | None, typer.Option(
@@ -64,20 +56,21 @@ def eval_command(
     = None,
     legacy_from_store: Annotated[bool, typer.Option(
         "--legacy-from-store", help="Also send the same turns with legacy payloads from the shadow log.")] = False,
-    db_url: Annotated[str | None, typer.Option(
-        "--db-url", help="The shadow log for --legacy-from-store (default: SHADOW_DB_URL or sqlite:///shadow.db).")]
-    = None,
-    fmt: Annotated[EvalFormat, typer.Option("--format", "-f", help="table or json.")] = EvalFormat.table,
+    db_url: DbUrlOption = None,
+    fmt: FormatOption = Format.table,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for each reply.")] = 60.0,
     concurrency: Annotated[int, typer.Option(
         "--concurrency", min=1, max=32, help="Requests in flight at once.")] = 2,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Send ten example errors per code to a model and check it does what next_action says.
 
+    With --legacy-from-store, --db-url names the shadow log the legacy payloads come from.
     Exits 1 when any code is ambiguous (agreement below --threshold), so it can gate CI.
 
     Example: OPENAI_API_KEY=... shadow eval --base-url https://api.openai.com/v1 --model gpt-4o-mini --record evals/
     """
+    db_url = db_url or db_alias
     if replay is not None:
         conflicting = [name for name, value in (("--base-url", base_url), ("--model", model), ("--record", record),
                                                 ("--rules", rules), ("--db-url", db_url)) if value is not None]
@@ -107,7 +100,7 @@ def eval_command(
     legacy: dict[Code, list[JSONValue]] | None = None
     if legacy_from_store:
         try:
-            legacy = legacy_payloads(db_url or settings().db_url, dict.fromkeys(e.code for e in examples))
+            legacy = legacy_payloads(store_url(db_url), dict.fromkeys(e.code for e in examples))
         except StoreError as exc:
             fail(str(exc), ExitCode.UNAVAILABLE if exc.unavailable else ExitCode.USAGE)
         if not any(legacy.values()):
@@ -133,8 +126,8 @@ def _ask(examples: Sequence[Example], client: HttpChatClient, model: str,
             fail(str(exc), ExitCode.UNAVAILABLE if exc.unavailable else ExitCode.USAGE)
 
 
-def _finish(report: EvalReport, fmt: EvalFormat) -> None:
-    if fmt is EvalFormat.json:
+def _finish(report: EvalReport, fmt: Format) -> None:
+    if fmt is Format.json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         typer.echo(render_table(report), nl=False)

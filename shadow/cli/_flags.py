@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from shadow._config import settings
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, require_call_log, store_url
 from shadow.flags._db import AuditEntry, DbFlags, Mode
 
 flags_app = typer.Typer(help="Per-tool modes (legacy, shadow, cutover), cutover percentages and the kill switch.",
@@ -18,24 +17,16 @@ flags_app = typer.Typer(help="Per-tool modes (legacy, shadow, cutover), cutover 
 app.add_typer(flags_app, name="flags")
 
 
-class OutputFormat(StrEnum):
-    """Output formats of the flag commands."""
-
-    table = "table"
-    json = "json"
-
-
-DbUrl = Annotated[str | None, typer.Option("--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")]
 Reason = Annotated[str | None, typer.Option("--reason", "-r", help="Why, for the audit log.")]
 Actor = Annotated[str | None, typer.Option("--actor", help="Who, for the audit log (default: user@host).")]
-Format = Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
 
 
-def _store(db_url: str | None) -> DbFlags:
-    try:
-        return DbFlags(db_url or settings().db_url)
-    except ValueError as exc:
-        fail(str(exc))
+def _store(db_url: str | None, alias: str | None = None, *, reading: bool = False) -> DbFlags:
+    """The flag store; for a read, a SQLite call log that does not exist yet is not created (exit 2)."""
+    url = store_url(db_url, alias)
+    if reading:
+        require_call_log(url)
+    return DbFlags(url)
 
 
 def _entry_json(entry: AuditEntry) -> dict[str, object]:
@@ -62,7 +53,8 @@ def set_flag(
     actor: Actor = None,
     force: Annotated[bool, typer.Option("--force", help="Cut over although `shadow ready` says no (needs --reason).")]
     = False,
-    db_url: DbUrl = None,
+    db_url: DbUrlOption = None,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Set a tool's mode (and cutover percentage); every change is written to the audit log.
 
@@ -70,7 +62,8 @@ def set_flag(
     """
     if percent != 100 and mode is not Mode.CUTOVER:
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
-    store = _store(db_url)
+    store = _store(db_url, db_alias)
+    _warn_if_unseen(tool, store.url)
     if mode is Mode.CUTOVER:
         _gate(tool, store.url, force=force, reason=reason)
     try:
@@ -82,6 +75,20 @@ def set_flag(
     was = f"{entry.old_mode}" + (f" {entry.old_percent}%" if entry.old_mode == "cutover" else "")
     now = entry.new_mode + (f" {entry.new_percent}%" if entry.new_mode == "cutover" else "")
     typer.echo(f"{tool}: {was if entry.old_mode else '(unset)'} -> {now}")
+
+
+def _warn_if_unseen(tool: str, url: str) -> None:
+    """Warn (the flag is still set) when the call log has never seen ``tool``: the name may be a typo."""
+    from shadow.analytics import _ready as ready
+
+    try:
+        seen, others = ready.tool_in_log(url, tool)
+    except (ready.StoreMissing, SQLAlchemyError):
+        seen, others = False, ()
+    if not seen:
+        known = f"tools in the log: {', '.join(others)}" if others else "the log has no calls yet"
+        typer.echo(f"shadow: warning: the call log has no calls of {tool!r} ({known}); check the name if that is "
+                   "a typo. Setting the flag anyway.", err=True)
 
 
 def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
@@ -104,16 +111,16 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
 
 
 @flags_app.command("show")
-def show(db_url: DbUrl = None, fmt: Format = OutputFormat.table) -> None:
+def show(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_alias: DbAliasOption = None) -> None:
     """Show every tool's flag and the kill switch.
 
     Example: shadow flags show --format json
     """
     try:
-        states, killed = _store(db_url).states()
+        states, killed = _store(db_url, db_alias, reading=True).states()
     except SQLAlchemyError as exc:
         _unavailable(exc)
-    if fmt is OutputFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps({"killed": killed, "tools": {
             tool: {"mode": s.mode.value, "percent": s.percent} for tool, s in sorted(states.items())}}, indent=2))
         return
@@ -132,18 +139,19 @@ def show(db_url: DbUrl = None, fmt: Format = OutputFormat.table) -> None:
 def history(
     tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only this tool ('*' for the kill switch).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="The newest N entries.")] = None,
-    db_url: DbUrl = None,
-    fmt: Format = OutputFormat.table,
+    db_url: DbUrlOption = None,
+    fmt: FormatOption = Format.table,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Show the audit log of flag changes: who changed what, when and why.
 
     Example: shadow flags history --tool create_task
     """
     try:
-        entries = _store(db_url).history(tool, limit)
+        entries = _store(db_url, db_alias, reading=True).history(tool, limit)
     except SQLAlchemyError as exc:
         _unavailable(exc)
-    if fmt is OutputFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
         return
     for e in entries:
@@ -155,26 +163,30 @@ def history(
 
 
 @flags_app.command("kill")
-def kill(reason: Reason = None, actor: Actor = None, db_url: DbUrl = None) -> None:
+def kill(
+    reason: Reason = None, actor: Actor = None, db_url: DbUrlOption = None, db_alias: DbAliasOption = None,
+) -> None:
     """Send every tool back to legacy at once (every process sees it within the flag TTL).
 
     Example: shadow flags kill --reason "loop rate up after cutover"
     """
     try:
-        _store(db_url).kill(actor=actor, reason=reason)
+        _store(db_url, db_alias).kill(actor=actor, reason=reason)
     except SQLAlchemyError as exc:
         _unavailable(exc)
     typer.echo("kill switch ON: every tool is served legacy")
 
 
 @flags_app.command("unkill")
-def unkill(reason: Reason = None, actor: Actor = None, db_url: DbUrl = None) -> None:
+def unkill(
+    reason: Reason = None, actor: Actor = None, db_url: DbUrlOption = None, db_alias: DbAliasOption = None,
+) -> None:
     """Lift the kill switch: every tool returns to its own flag.
 
     Example: shadow flags unkill --reason "fixed"
     """
     try:
-        _store(db_url).unkill(actor=actor, reason=reason)
+        _store(db_url, db_alias).unkill(actor=actor, reason=reason)
     except SQLAlchemyError as exc:
         _unavailable(exc)
     typer.echo("kill switch off: tools follow their own flags")

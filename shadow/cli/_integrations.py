@@ -9,15 +9,15 @@ import sys
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from shadow._config import settings
 from shadow._loader import import_user_module
 from shadow.calllog import _db as db
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, store_url
 from shadow.contract._rules import Rules
 from shadow.flags._db import Variant
 from shadow.transcripts._formats import FormatError
@@ -31,13 +31,6 @@ class InputFormat(StrEnum):
     openai = "openai"
     anthropic = "anthropic"
     otel = "otel"
-
-
-class OutputFormat(StrEnum):
-    """Output formats of ``shadow import``'s summary."""
-
-    table = "table"
-    json = "json"
 
 
 class ArmChoice(StrEnum):
@@ -133,15 +126,35 @@ def proxy(
         bad_command = "was not found" in text or "is not executable" in text
         fail(text, ExitCode.USAGE if bad_command else ExitCode.UNAVAILABLE)
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+
+
+def _import_formats(source: InputFormat | None, fmt: str | None,
+                    alias: Format | None) -> tuple[InputFormat, Format]:
+    """The transcripts' format and the output format; 0.1's ``--format openai`` still names the transcripts'."""
+    value = (fmt or "").lower()
+    if value in set(InputFormat):
+        if source is not None and source.value != value:
+            fail(f"--input-format {source.value} and --format {value} disagree; keep --input-format")
+        typer.echo(f"shadow: note: --format now names the output format; write --input-format {value}", err=True)
+        return InputFormat(value), alias or Format.table
+    output = Format(value) if value in {"table", "text", "json"} else None
+    if fmt is not None and output is None:
+        fail(f"--format {fmt!r}: use table, text or json (the transcripts' format goes in --input-format: openai, "
+             "anthropic or otel)")
+    if source is None:
+        fail("shadow import needs the transcripts' format: --input-format openai, anthropic or otel; for example "
+             "shadow import chats.jsonl --input-format openai")
+    return source, output or alias or Format.table
 
 
 @app.command("import")
 def import_command(
     files: Annotated[list[Path], typer.Argument(help="Transcript files: JSON, JSON lines, or OTel exports.",
                                                 show_default=False)],
-    fmt: Annotated[InputFormat, typer.Option("--format", "-f", help="openai, anthropic or otel.",
-                                             case_sensitive=False)],
+    input_format: Annotated[InputFormat | None, typer.Option(
+        "--input-format", help="The transcripts' format: openai, anthropic or otel.", case_sensitive=False,
+        show_default=False)] = None,
     variant: Annotated[ArmChoice, typer.Option(
         "--variant", help="What the model was served: legacy payloads (today's traffic) or structured ones.")]
     = ArmChoice.legacy,
@@ -153,10 +166,14 @@ def import_command(
         "--id-key", help="Key (dotted for nested) holding each record's conversation id, when not one of "
                          "conversation_id, session_id, thread_id, custom_id, id.")] = None,
     rules: RulesOption = None,
-    db_url: Annotated[str | None, typer.Option(
-        "--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")] = None,
+    db_url: DbUrlOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
-    output: Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")] = OutputFormat.table,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", metavar="<table|text|json>", show_default=False,
+        help="Output: table (or text: the same, for a person) or json.  [default: table]")] = None,
+    output_alias: Annotated[Literal[Format.table, Format.text, Format.json] | None, typer.Option(
+        "--output", "-o", hidden=True)] = None,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Read agent transcripts into the call log, so the loop rate of today's traffic can be measured.
 
@@ -164,17 +181,18 @@ def import_command(
     error.type), else by the same result rules the adapter uses. User turns between calls become marks, and a
     final answer an end mark. Malformed records are reported and skipped. Importing a file again adds nothing.
 
-    Example: shadow import chats.jsonl --format openai --id-key thread.id --db-url sqlite:///shadow.db
+    Example: shadow import chats.jsonl --input-format openai --id-key thread.id --db-url sqlite:///shadow.db
     """
     from shadow.calllog._store import StoreUnavailable
     from shadow.transcripts._importer import ImportOptions, read_files, write
 
+    source, output = _import_formats(input_format, fmt, output_alias)
     missing = [str(f) for f in files if not f.exists()]
     if missing:
         fail(f"no such file: {', '.join(missing)}; check the paths")
-    options = ImportOptions(fmt.value, Variant(variant.value), messages_key or None, id_key or None,
+    options = ImportOptions(source.value, Variant(variant.value), messages_key or None, id_key or None,
                             _rules_or_fail(rules))
-    url = db_url or settings().db_url
+    url = store_url(db_url, db_alias)
     try:
         reads = read_files(files, options)
         total = sum(len(read.parsed.conversations) for read in reads)
@@ -187,7 +205,7 @@ def import_command(
     except (StoreUnavailable, SQLAlchemyError) as exc:
         fail(f"the call log at {db.safe_url(url)} could not be written ({type(exc).__name__}); check --db-url or "
              "SHADOW_DB_URL", ExitCode.UNAVAILABLE)
-    if output is OutputFormat.json:
+    if output is Format.json:
         typer.echo(json.dumps({**summary.to_json(), "dry_run": dry_run}, indent=2))
         return
     for problem in summary.problems:

@@ -5,28 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from shadow._config import settings
 from shadow.analytics._ready import Readiness, StoreMissing, Thresholds, readiness
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, require_call_log, store_url
 from shadow.inventory._run import Inventory, emit_rules, format_table, inventory, python_files
 
-
-class OutputFormat(StrEnum):
-    """Output formats of the migration commands."""
-
-    table = "table"
-    json = "json"
-
-
 _DEFAULT = Thresholds()
-Format = Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
 
 
 @app.command("inventory")
@@ -35,7 +25,7 @@ def inventory_command(
     select: Annotated[list[str] | None, typer.Option(
         "--select", "-s", help="Also treat as tools the functions of a module, or functions named by a glob "
         "(module.function, Class.method); repeatable.")] = None,
-    fmt: Format = OutputFormat.table,
+    fmt: FormatOption = Format.table,
     emit: Annotated[Path | None, typer.Option(
         "--emit-rules", help="Write a Python module defining RULES, a shadow.Rules draft with one rule per site.")]
     = None,
@@ -59,7 +49,7 @@ def inventory_command(
         found = inventory(files, select=select or ())
     if emit is not None:
         _write_rules(emit, found, [str(p) for p in paths])
-    if fmt is OutputFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
     else:
         typer.echo(format_table(found))
@@ -78,8 +68,7 @@ def _write_rules(target: Path, found: Inventory, sources: list[str]) -> None:
 @app.command()
 def ready(
     tool: Annotated[str, typer.Argument(help="The tool's name as the adapter logs it.")],
-    db_url: Annotated[str | None, typer.Option(
-        "--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")] = None,
+    db_url: DbUrlOption = None,
     inventory: Annotated[Path | None, typer.Option(
         "--inventory", "-i", help="A `shadow inventory --format json` file: check its proposed codes.")] = None,
     since: Annotated[dt.datetime | None, typer.Option(
@@ -94,23 +83,26 @@ def ready(
         help="Error payloads with traceback text or paths allowed.")] = _DEFAULT.max_leaks,
     require_proposed: Annotated[bool, typer.Option(
         "--require-proposed", help="Every code the inventory proposes must have been seen.")] = False,
-    fmt: Format = OutputFormat.table,
+    fmt: FormatOption = Format.table,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Say whether TOOL's shadow log is good enough to cut over; exits 1 when it is not.
 
     Example: shadow ready create_task --inventory inventory.json --min-calls 500
     """
+    url = store_url(db_url, db_alias)
+    require_call_log(url)
     try:
         limits = Thresholds(min_calls, min_errors, max_unmapped_share, max_schema_invalid, max_leaks,
                             require_proposed)
         when = since.replace(tzinfo=dt.UTC) if since is not None and since.tzinfo is None else since
-        verdict = readiness(db_url or settings().db_url, tool, limits, inventory=inventory, since=when)
+        verdict = readiness(url, tool, limits, inventory=inventory, since=when)
     except (ValueError, StoreMissing) as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
         fail(f"the call log could not be read ({type(exc).__name__}); check --db-url or SHADOW_DB_URL",
              ExitCode.UNAVAILABLE)
-    if fmt is OutputFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
     else:
         typer.echo(_ready_table(verdict))

@@ -10,13 +10,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from shadow._clock import parse_time
 from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_SEED
 from shadow.cli._app import ExitCode, app, fail, need_extra
+from shadow.cli._options import (
+    DbAliasOption,
+    DbUrlOption,
+    Format,
+    FormatOption,
+    ReportFormatOption,
+    WarehouseOption,
+    require_call_log,
+    store_url,
+    time_option,
+    warehouse_path,
+)
 
 if TYPE_CHECKING:
     from shadow.analytics._warehouse import Progress, SyncResult
@@ -30,34 +41,12 @@ app.add_typer(export_app)
 app.add_typer(report_app)
 
 
-class OutputFormat(StrEnum):
-    """Output formats of ``shadow report loop-rate``."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-class SyncFormat(StrEnum):
-    """Output formats of ``shadow sync``."""
-
-    text = "text"
-    json = "json"
-
-
 class ByDimension(StrEnum):
     """Breakdowns of ``shadow report loop-rate``."""
 
     tool = "tool"
     code = "code"
     day = "day"
-
-
-DbOption = Annotated[str | None, typer.Option(
-    "--db-url", "--db", help="Call-log URL (default: SHADOW_DB_URL, else sqlite:///shadow.db).", show_default=False)]
-WarehouseOption = Annotated[Path | None, typer.Option(
-    "--warehouse", help="DuckDB warehouse file (default: SHADOW_WAREHOUSE, else beside the SQLite store).",
-    show_default=False, dir_okay=False)]
 
 
 @contextmanager
@@ -82,43 +71,66 @@ def _progress(label: str) -> Iterator[Progress]:
             bar.__exit__(None, None, None)
 
 
-def _errors_to_exit(exc: Exception) -> None:
+def errors_to_exit(exc: Exception) -> NoReturn:
+    """Exit with the warehouse's message: 3 when the call log cannot be read, else 2."""
     from shadow.analytics._source import SourceError
 
-    if isinstance(exc, SourceError):
-        fail(str(exc), ExitCode.UNAVAILABLE)
-    fail(str(exc), ExitCode.USAGE)
+    fail(str(exc), ExitCode.UNAVAILABLE if isinstance(exc, SourceError) else ExitCode.USAGE)
 
 
-def _run_sync(db: str | None, warehouse: Path | None, *, rebuild: bool, margin: float) -> SyncResult:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stores:
+    """The call log and the warehouse one command works on, resolved from its options."""
+
+    url: str
+    warehouse: Path
+
+
+def stores(db_url: str | None, alias: str | None, warehouse: Path | None) -> Stores:
+    """``--db-url`` (or its old spellings) and ``--warehouse`` resolved; the warehouse defaults beside the log."""
+    url = store_url(db_url, alias)
+    return Stores(url, warehouse_path(url, warehouse))
+
+
+def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MARGIN.total_seconds()) -> SyncResult:
+    """Sync the call log into the warehouse; a call log that does not exist yet is not created (exit 2)."""
     need_extra("analytics")
+    require_call_log(where.url)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
 
     try:
-        with Warehouse.open(warehouse) as wh, _progress("Syncing the call log") as progress:
-            return wh.sync(db, rebuild=rebuild, margin=dt.timedelta(seconds=margin), progress=progress)
+        with Warehouse.open(where.warehouse) as wh, _progress("Syncing the call log") as progress:
+            return wh.sync(where.url, rebuild=rebuild, margin=dt.timedelta(seconds=margin), progress=progress)
     except (WarehouseError, ValueError) as exc:
-        _errors_to_exit(exc)
-        raise  # unreachable: fail() exits
+        errors_to_exit(exc)
+
+
+def open_for_reading(where: Stores, *, no_sync: bool) -> None:
+    """Before a read: sync unless ``--no-sync`` (a missing warehouse then fails on opening, read-only)."""
+    if no_sync:
+        need_extra("analytics")
+    else:
+        run_sync(where)
 
 
 @app.command()
 def sync(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop the warehouse's tables and load everything.")]
     = False,
-    db: DbOption = None,
+    db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
     margin: Annotated[float, typer.Option(
         "--margin", min=0, help="Seconds re-read before the last sync's newest row, for late commits.")]
     = DEFAULT_MARGIN.total_seconds(),
-    fmt: Annotated[SyncFormat, typer.Option("--format", "-f", help="text or json.")] = SyncFormat.text,
+    fmt: FormatOption = Format.text,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Load new call-log rows into the DuckDB warehouse (incremental; --rebuild starts over).
 
     Example: shadow sync --db-url postgresql+psycopg://agent@db:5432/shadow
     """
-    result = _run_sync(db, warehouse, rebuild=rebuild, margin=margin)
-    if fmt is SyncFormat.json:
+    result = run_sync(stores(db_url, db_alias, warehouse), rebuild=rebuild, margin=margin)
+    if fmt is Format.json:
         typer.echo(json.dumps({k: str(v) if isinstance(v, Path) else v
                                for k, v in dataclasses.asdict(result).items()}, indent=2))
         return
@@ -133,35 +145,25 @@ def export_parquet(
     directory: Annotated[Path, typer.Argument(help="Directory to write (new or empty).", file_okay=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace what the directory holds.")] = False,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Export the warehouse as it is.")] = False,
-    db: DbOption = None,
+    db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Write the call log as day-partitioned Parquet (hive layout: calls/day=YYYY-MM-DD/...).
 
     Example: shadow export parquet ./callog-parquet
     """
-    if not no_sync:
-        _run_sync(db, warehouse, rebuild=False, margin=DEFAULT_MARGIN.total_seconds())
-    need_extra("analytics")
+    where = stores(db_url, db_alias, warehouse)
+    open_for_reading(where, no_sync=no_sync)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
 
     try:
-        with Warehouse.open(warehouse, read_only=True) as wh:
+        with Warehouse.open(where.warehouse, read_only=True) as wh:
             result = wh.export_parquet(directory, overwrite=overwrite)
     except (WarehouseError, OSError) as exc:
-        _errors_to_exit(exc)
-        return
+        errors_to_exit(exc)
     typer.echo(f"wrote {result.calls} calls and {result.marks} marks to {result.directory} "
                f"({result.files} Parquet files)")
-
-
-def _time(value: str | None, option: str, *, until: bool = False) -> dt.datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_time(value, until=until)
-    except ValueError as exc:
-        fail(f"{option}: {exc}", ExitCode.USAGE)
 
 
 @report_app.command("loop-rate")
@@ -172,35 +174,34 @@ def loop_rate(
     until: Annotated[str | None, typer.Option(
         "--until", help="Up to this UTC date (inclusive, whole day) or time (exclusive).")] = None,
     by: Annotated[ByDimension, typer.Option("--by", help="Breakdown rows: tool, code or day.")] = ByDimension.tool,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")] = OutputFormat.table,
+    fmt: ReportFormatOption = Format.table,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Report on the warehouse as it is.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the session bootstrap.")] = DEFAULT_SEED,
-    db: DbOption = None,
+    db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings.
 
     Example: shadow report loop-rate --tool create_task --since 2025-03-01 --format json
     """
-    start, end = _time(since, "--since"), _time(until, "--until", until=True)
+    start, end = time_option(since, "--since"), time_option(until, "--until", until=True)
     if start and end and start >= end:
         fail(f"--since {since} is not before --until {until}; swap them or widen the range", ExitCode.USAGE)
-    if not no_sync:
-        _run_sync(db, warehouse, rebuild=False, margin=DEFAULT_MARGIN.total_seconds())
-    need_extra("analytics")
+    where = stores(db_url, db_alias, warehouse)
+    open_for_reading(where, no_sync=no_sync)
     from shadow.analytics import _render as report_render
     from shadow.analytics._report import loop_rate_report
     from shadow.analytics._warehouse import Warehouse, WarehouseError
 
     try:
-        with Warehouse.open(warehouse, read_only=True) as wh:
+        with Warehouse.open(where.warehouse, read_only=True) as wh:
             result = loop_rate_report(wh, tool=tool, since=start, until=end, seed=seed)
     except (WarehouseError, ValueError) as exc:
-        _errors_to_exit(exc)
-        return
-    if fmt is OutputFormat.json:
+        errors_to_exit(exc)
+    if fmt is Format.json:
         typer.echo(result.to_json())
-    elif fmt is OutputFormat.csv:
+    elif fmt is Format.csv:
         typer.echo(report_render.render_csv(result, by.value), nl=False)
     else:
         typer.echo(report_render.render_table(result, by.value), nl=False)

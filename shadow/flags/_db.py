@@ -15,6 +15,7 @@ from typing import Final
 from sqlalchemy import Engine, select
 
 from shadow import _clock as clock
+from shadow._config import sqlite_path
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow.calllog import _db as db
@@ -189,7 +190,7 @@ class DbFlags:
 
     def _load(self) -> None:
         try:
-            states, killed = self._read()
+            states, killed = self._read() if self._exists() else ({}, False)
         except Exception as exc:
             log.warning("flags_unreadable", url=db.safe_url(self.url), error_type=type(exc).__name__)
             if self._states is None:
@@ -205,6 +206,11 @@ class DbFlags:
         finally:
             self._refreshing = False
             self._loaded.set()
+
+    def _exists(self) -> bool:
+        """False while the SQLite file is not there: reading flags never creates it (until then: all legacy)."""
+        path = sqlite_path(self.url)
+        return path is None or path.exists()
 
     def _engine(self) -> Engine:
         if not self._ready:

@@ -1,0 +1,104 @@
+"""The options every command shares (``--db-url``, ``--warehouse``, ``-f/--format``) and what they resolve to."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Final, Literal
+
+import typer
+
+from shadow._clock import parse_time
+from shadow._config import sqlite_path
+from shadow.cli._app import ExitCode, fail
+
+
+class Format(StrEnum):
+    """Output formats, one enum for every command (``text`` and ``table`` both mean: for a person)."""
+
+    table = "table"
+    text = "text"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+#: The formats for a person; every command takes both names.
+HUMAN: Final = frozenset({Format.table, Format.text})
+
+_FORMAT_HELP: Final = "Output: table (or text: the same, for a person) or json"
+
+FormatOption = Annotated[
+    Literal[Format.table, Format.text, Format.json],
+    typer.Option("--format", "-f", help=f"{_FORMAT_HELP}."),
+]
+ReportFormatOption = Annotated[
+    Literal[Format.table, Format.text, Format.json, Format.csv],
+    typer.Option("--format", "-f", help=f"{_FORMAT_HELP}, or csv."),
+]
+DescribeFormatOption = Annotated[
+    Literal[Format.text, Format.table, Format.markdown, Format.json],
+    typer.Option("--format", "-f", help="Output: text (or table: the same), markdown or json."),
+]
+
+DB_URL_HELP: Final = (
+    "The call log's database: sqlite:///path/shadow.db or postgresql://user@host:5432/dbname "
+    "(default: SHADOW_DB_URL, else sqlite:///shadow.db)."
+)
+
+DbUrlOption = Annotated[str | None, typer.Option("--db-url", help=DB_URL_HELP, show_default=False)]
+#: The spellings of ``--db-url`` in 0.1 (``--db``, ``--url``): still accepted, no longer shown.
+DbAliasOption = Annotated[str | None, typer.Option("--db", "--url", hidden=True, show_default=False)]
+WarehouseOption = Annotated[Path | None, typer.Option(
+    "--warehouse", dir_okay=False, show_default=False,
+    help="The DuckDB warehouse file (default: SHADOW_WAREHOUSE, else beside the SQLite call log, "
+         "else ./shadow.duckdb).")]
+
+
+def store_url(db_url: str | None, alias: str | None = None) -> str:
+    """The call log's URL (``--db-url``, else ``SHADOW_DB_URL``, else the default), checked; bad input exits 2."""
+    from shadow._config import settings
+    from shadow.calllog import _db
+
+    try:
+        return _db.normalise_url(db_url or alias or settings().db_url)
+    except ValueError as exc:
+        fail(str(exc), ExitCode.USAGE)
+
+
+def warehouse_path(url: str, warehouse: Path | None) -> Path:
+    """``--warehouse``, else the default for the call log at ``url``, exactly as if ``SHADOW_DB_URL`` named it."""
+    from shadow._config import settings
+
+    if warehouse is not None:
+        return warehouse
+    return dataclasses.replace(settings(), db_url=url).warehouse_path()
+
+
+def no_call_log(url: str) -> str:
+    """The message for a read-only command pointed at a call log that does not exist yet."""
+    from shadow.calllog._db import safe_url
+
+    where = sqlite_path(url) or safe_url(url)
+    return (f"there is no call log at {where} yet; make one by running your tools in shadow mode (for example "
+            "SHADOW_FLAGS='my_tool=shadow' or `shadow flags set my_tool shadow`), or point --db-url or "
+            "SHADOW_DB_URL at the store your tools log to")
+
+
+def require_call_log(url: str) -> None:
+    """Exit 2 (without creating anything) when the SQLite file ``url`` names does not exist."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        fail(no_call_log(url), ExitCode.USAGE)
+
+
+def time_option(value: str | None, option: str, *, until: bool = False) -> dt.datetime | None:
+    """A ``--since``/``--until`` value as an aware UTC datetime; a bad one exits 2 naming the option."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value, until=until)
+    except ValueError as exc:
+        fail(f"{option}: {exc}", ExitCode.USAGE)
