@@ -35,7 +35,7 @@ def normalise_url(url: str) -> str:
         raise ValueError(f"{url!r} is not a database URL; use for example {_EXAMPLES}") from None
     backend = parsed.get_backend_name()
     if backend not in SUPPORTED:
-        raise ValueError(f"shadow's call log runs on SQLite or PostgreSQL, not {backend}; use a URL like {_EXAMPLES}")
+        raise ValueError(f"the call log supports SQLite and PostgreSQL, not {backend!r}; use for example {_EXAMPLES}")
     if backend == "sqlite" and parsed.database not in (None, "", ":memory:") and "uri" not in parsed.query:
         absolute = os.path.abspath(parsed.database or "")
         if absolute != parsed.database:  # the same file by a relative or an absolute URL is the same call log

@@ -7,8 +7,18 @@ from typing import Annotated
 
 import typer
 
-from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._options import DbAliasOption, DbUrlOption, DescribeFormatOption, Format, require_call_log, store_url
+from shadow.cli._app import app, fail
+from shadow.cli._options import (
+    DbAliasOption,
+    DbUrlOption,
+    DescribeFormatOption,
+    Format,
+    require_call_log,
+    store_unreachable,
+    store_url,
+    unseen_tool,
+    warn,
+)
 from shadow.contract._codes import Code
 from shadow.contract._describe import Format as DescribeShape
 from shadow.contract._describe import describe as describe_codes
@@ -52,23 +62,21 @@ def describe(
 
 
 def _codes_for(tool: str, url: str, inventory: Path | None) -> list[Code]:
-    """The codes ``tool`` can return; says so on stderr when neither the log nor the inventory knows the tool."""
+    """The codes ``tool`` can return; warns when neither the log nor the inventory knows the tool."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from shadow.analytics import _ready as ready
 
     require_call_log(url)
     try:
-        seen, others = ready.tool_in_log(url, tool)
-        proposed = ready.load_proposed(inventory, tool) if inventory is not None else ()
         codes = ready.codes_for_tool(url, tool, inventory)
+        proposed = ready.load_proposed(inventory, tool) if inventory is not None else ()
+        note = None if proposed else unseen_tool(url, tool)
     except (ready.StoreMissing, ValueError) as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
-        fail(f"the call log could not be read ({type(exc).__name__}); check --db-url", ExitCode.UNAVAILABLE)
-    if not seen and not proposed:
-        known = f"tools in the log: {', '.join(others)}" if others else "the log has no calls yet"
-        where = "the call log or the inventory" if inventory is not None else "the call log"
-        typer.echo(f"shadow: warning: {where} knows no tool {tool!r} ({known}); check the name. Only "
-                   "internal_error, which every wrapped tool can return, is listed.", err=True)
+        store_unreachable(url, exc)
+    if note is not None:
+        also = " and the inventory proposes nothing for it" if inventory is not None else ""
+        warn(f"{note}{also}; check the name. Listed: only internal_error, which every wrapped tool can return.")
     return codes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from alembic.script.revision import RevisionError
@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from shadow._config import sqlite_path
 from shadow.calllog import _migrate as migrate
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_url
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_unreachable, store_url
 
 db_app = typer.Typer(
     name="db",
@@ -28,13 +28,6 @@ def _resolve(db_url: str | None, alias: str | None) -> tuple[str, str]:
     """The URL to use and its display form (password hidden); a bad URL is a usage error."""
     full = store_url(db_url, alias)
     return full, make_url(full).render_as_string(hide_password=True)
-
-
-def _unavailable(shown: str, error: Exception) -> NoReturn:
-    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
-    reason = lines[0] if lines else type(error).__name__
-    fail(f"cannot use the database at {shown}: {reason}. Check that it runs and that the URL is right.",
-         ExitCode.UNAVAILABLE)
 
 
 @db_app.command()
@@ -54,7 +47,7 @@ def upgrade(
         migrate.upgrade(full, revision)
         after = migrate.current(full)
     except (exc.OperationalError, exc.InterfaceError, OSError) as error:
-        _unavailable(shown, error)
+        store_unreachable(full, error)
     except exc.SQLAlchemyError as error:
         fail(f"the upgrade of {shown} failed: {type(error).__name__}: {error}", ExitCode.FAILED)
     except (CommandError, RevisionError) as error:
@@ -78,7 +71,7 @@ def current(db_url: DbUrlOption = None, fmt: FormatOption = Format.text, db_alia
     try:
         found = None if path is not None and not path.exists() else migrate.current(full)  # reading creates nothing
     except (exc.OperationalError, exc.InterfaceError, OSError) as error:
-        _unavailable(shown, error)
+        store_unreachable(full, error)
     head = migrate.head()
     if fmt is Format.json:
         typer.echo(json.dumps({"url": shown, "current": found, "head": head, "up_to_date": found == head}))

@@ -9,7 +9,17 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, require_call_log, store_url
+from shadow.cli._options import (
+    DbAliasOption,
+    DbUrlOption,
+    Format,
+    FormatOption,
+    require_call_log,
+    store_unreachable,
+    store_url,
+    unseen_tool,
+    warn,
+)
 from shadow.flags._db import AuditEntry, DbFlags, Mode
 
 flags_app = typer.Typer(help="Per-tool modes (legacy, shadow, cutover), cutover percentages and the kill switch.",
@@ -37,11 +47,6 @@ def _entry_json(entry: AuditEntry) -> dict[str, object]:
     }
 
 
-def _unavailable(exc: Exception) -> None:
-    fail(f"the flag database could not be used ({type(exc).__name__}); check --db-url or SHADOW_DB_URL",
-         ExitCode.UNAVAILABLE)
-
-
 @flags_app.command("set")
 def set_flag(
     tool: Annotated[str, typer.Argument(help="The tool's name as the adapter logs it.")],
@@ -63,7 +68,9 @@ def set_flag(
     if percent != 100 and mode is not Mode.CUTOVER:
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
     store = _store(db_url, db_alias)
-    _warn_if_unseen(tool, store.url)
+    note = unseen_tool(store.url, tool)
+    if note is not None:
+        warn(f"{note}; check the name, it may be a typo. The flag is set all the same.")
     if mode is Mode.CUTOVER:
         _gate(tool, store.url, force=force, reason=reason)
     try:
@@ -71,24 +78,10 @@ def set_flag(
     except ValueError as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
-        _unavailable(exc)
+        store_unreachable(store.url, exc)
     was = f"{entry.old_mode}" + (f" {entry.old_percent}%" if entry.old_mode == "cutover" else "")
     now = entry.new_mode + (f" {entry.new_percent}%" if entry.new_mode == "cutover" else "")
     typer.echo(f"{tool}: {was if entry.old_mode else '(unset)'} -> {now}")
-
-
-def _warn_if_unseen(tool: str, url: str) -> None:
-    """Warn (the flag is still set) when the call log has never seen ``tool``: the name may be a typo."""
-    from shadow.analytics import _ready as ready
-
-    try:
-        seen, others = ready.tool_in_log(url, tool)
-    except (ready.StoreMissing, SQLAlchemyError):
-        seen, others = False, ()
-    if not seen:
-        known = f"tools in the log: {', '.join(others)}" if others else "the log has no calls yet"
-        typer.echo(f"shadow: warning: the call log has no calls of {tool!r} ({known}); check the name if that is "
-                   "a typo. Setting the flag anyway.", err=True)
 
 
 def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
@@ -103,7 +96,7 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
         migrate.ensure(url)
         verdict = ready.readiness(url, tool)
     except SQLAlchemyError as exc:
-        _unavailable(exc)
+        store_unreachable(url, exc)
     if not verdict.ready:
         reasons = "; ".join(verdict.reasons) or "not ready"
         fail(f"{tool} is not ready to cut over: {reasons}. Run `shadow ready {tool}` for details, "
@@ -116,10 +109,11 @@ def show(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_alias:
 
     Example: shadow flags show --format json
     """
+    store = _store(db_url, db_alias, reading=True)
     try:
-        states, killed = _store(db_url, db_alias, reading=True).states()
+        states, killed = store.states()
     except SQLAlchemyError as exc:
-        _unavailable(exc)
+        store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps({"killed": killed, "tools": {
             tool: {"mode": s.mode.value, "percent": s.percent} for tool, s in sorted(states.items())}}, indent=2))
@@ -147,10 +141,11 @@ def history(
 
     Example: shadow flags history --tool create_task
     """
+    store = _store(db_url, db_alias, reading=True)
     try:
-        entries = _store(db_url, db_alias, reading=True).history(tool, limit)
+        entries = store.history(tool, limit)
     except SQLAlchemyError as exc:
-        _unavailable(exc)
+        store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
         return
@@ -170,11 +165,7 @@ def kill(
 
     Example: shadow flags kill --reason "loop rate up after cutover"
     """
-    try:
-        _store(db_url, db_alias).kill(actor=actor, reason=reason)
-    except SQLAlchemyError as exc:
-        _unavailable(exc)
-    typer.echo("kill switch ON: every tool is served legacy")
+    _kill_switch(True, reason, actor, _store(db_url, db_alias))
 
 
 @flags_app.command("unkill")
@@ -185,8 +176,12 @@ def unkill(
 
     Example: shadow flags unkill --reason "fixed"
     """
+    _kill_switch(False, reason, actor, _store(db_url, db_alias))
+
+
+def _kill_switch(on: bool, reason: str | None, actor: str | None, store: DbFlags) -> None:
     try:
-        _store(db_url, db_alias).unkill(actor=actor, reason=reason)
+        (store.kill if on else store.unkill)(actor=actor, reason=reason)
     except SQLAlchemyError as exc:
-        _unavailable(exc)
-    typer.echo("kill switch off: tools follow their own flags")
+        store_unreachable(store.url, exc)
+    typer.echo("kill switch ON: every tool is served legacy" if on else "kill switch off: tools follow their own flags")

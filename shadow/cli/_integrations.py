@@ -15,9 +15,8 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._loader import import_user_module
-from shadow.calllog import _db as db
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, store_url
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, store_unreachable, store_url
 from shadow.contract._rules import Rules
 from shadow.flags._db import Variant
 from shadow.transcripts._formats import FormatError
@@ -187,12 +186,12 @@ def import_command(
     from shadow.transcripts._importer import ImportOptions, read_files, write
 
     source, output = _import_formats(input_format, fmt, output_alias)
+    url = store_url(db_url, db_alias)
     missing = [str(f) for f in files if not f.exists()]
     if missing:
         fail(f"no such file: {', '.join(missing)}; check the paths")
     options = ImportOptions(source.value, Variant(variant.value), messages_key or None, id_key or None,
                             _rules_or_fail(rules))
-    url = store_url(db_url, db_alias)
     try:
         reads = read_files(files, options)
         total = sum(len(read.parsed.conversations) for read in reads)
@@ -203,8 +202,7 @@ def import_command(
     except ValueError as exc:
         fail(str(exc))
     except (StoreUnavailable, SQLAlchemyError) as exc:
-        fail(f"the call log at {db.safe_url(url)} could not be written ({type(exc).__name__}); check --db-url or "
-             "SHADOW_DB_URL", ExitCode.UNAVAILABLE)
+        store_unreachable(url, exc)
     if output is Format.json:
         typer.echo(json.dumps({**summary.to_json(), "dry_run": dry_run}, indent=2))
         return

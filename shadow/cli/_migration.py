@@ -13,7 +13,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.analytics._ready import Readiness, StoreMissing, Thresholds, readiness
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, require_call_log, store_url
+from shadow.cli._options import (
+    DbAliasOption,
+    DbUrlOption,
+    Format,
+    FormatOption,
+    require_call_log,
+    store_unreachable,
+    store_url,
+)
 from shadow.inventory._run import Inventory, emit_rules, format_table, inventory, python_files
 
 _DEFAULT = Thresholds()
@@ -100,8 +108,7 @@ def ready(
     except (ValueError, StoreMissing) as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
-        fail(f"the call log could not be read ({type(exc).__name__}); check --db-url or SHADOW_DB_URL",
-             ExitCode.UNAVAILABLE)
+        store_unreachable(url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
     else:

@@ -6,7 +6,7 @@ import dataclasses
 import datetime as dt
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, NoReturn
 
 import typer
 
@@ -83,7 +83,7 @@ def no_call_log(url: str) -> str:
 
     where = sqlite_path(url) or safe_url(url)
     return (f"there is no call log at {where} yet; make one by running your tools in shadow mode (for example "
-            "SHADOW_FLAGS='my_tool=shadow' or `shadow flags set my_tool shadow`), or point --db-url or "
+            "SHADOW_FLAGS='my_tool=shadow'; `shadow db upgrade` creates its tables), or point --db-url or "
             "SHADOW_DB_URL at the store your tools log to")
 
 
@@ -102,3 +102,34 @@ def time_option(value: str | None, option: str, *, until: bool = False) -> dt.da
         return parse_time(value, until=until)
     except ValueError as exc:
         fail(f"{option}: {exc}", ExitCode.USAGE)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr: the command still does its work."""
+    typer.echo(f"shadow: warning: {message}", err=True)
+
+
+def unseen_tool(url: str, tool: str) -> str | None:
+    """What to say when the call log at ``url`` has no calls of ``tool`` (a typo?); None when it has some."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from shadow.analytics import _ready as ready
+
+    try:
+        seen, others = ready.tool_in_log(url, tool)
+    except (ready.StoreMissing, SQLAlchemyError):
+        seen, others = False, ()
+    if seen:
+        return None
+    known = f"tools in the log: {', '.join(others)}" if others else "the log has no calls yet"
+    return f"the call log has no calls of {tool!r} ({known})"
+
+
+def store_unreachable(url: str, exc: Exception) -> NoReturn:
+    """Exit 3: the call log's database could not be used (the URL's password is never shown)."""
+    from shadow.calllog._db import safe_url
+
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    reason = lines[0] if lines else type(exc).__name__
+    fail(f"the call log at {safe_url(url)} could not be used ({type(exc).__name__}: {reason}); check that the "
+         "database runs and that --db-url or SHADOW_DB_URL is right", ExitCode.UNAVAILABLE)

@@ -7,20 +7,18 @@ The API key travels only in the ``Authorization`` header: it is never recorded o
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import json
-import math
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from shadow._redact import scrub_text
+from shadow.normalize._http import retry_after_ms
 
 #: Statuses worth another try besides every 5xx (as the OpenAI SDKs do): timeout, lock conflict, too early, 429.
 RETRY_STATUSES: Final = frozenset({408, 409, 425, 429})
@@ -99,7 +97,8 @@ class HttpChatClient:
                 if exc.code not in RETRY_STATUSES and exc.code < 500:
                     raise EndpointError(self._explain(exc.code, text), status=exc.code) from None
                 last = f"HTTP {exc.code}{_excerpt(text)}"
-                wait = retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+                wait_ms = retry_after_ms(exc.headers)
+                wait = wait_ms / 1000 if wait_ms is not None else None
             except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException, OSError) as exc:
                 last = _network_reason(exc)
             if attempt < self.endpoint.attempts:
@@ -128,26 +127,6 @@ class HttpChatClient:
                 "example https://api.openai.com/v1) and --model"
             )
         return f"HTTP {status} from {url}{_excerpt(text)}; check --model and what the endpoint supports"
-
-
-def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), or None when absent or unreadable."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if math.isnan(seconds):
-        return None
-    return max(seconds, 0.0)
 
 
 def _read(exc: urllib.error.HTTPError) -> str:

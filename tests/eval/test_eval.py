@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import json
 import socket
 import sys
@@ -25,7 +26,6 @@ from shadow.contract._codes import CODE_TABLE, Code, NextAction
 from shadow.contract._describe import describe
 from shadow.contract._schema import validate
 from shadow.eval._classify import classify_text
-from shadow.eval._client import retry_after
 from shadow.eval._examples import sample_value, user_tool
 from shadow.eval._run import (
     Action,
@@ -46,6 +46,7 @@ from shadow.eval._run import (
     render_table,
     save,
 )
+from shadow.normalize._http import retry_after_ms
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "eval"
 REPLIES = FIXTURES / "replies"
@@ -410,12 +411,23 @@ def test_the_client_honours_retry_after_on_429_up_to_its_cap(fake_model: FakeMod
     assert slept == [7.0, 30.0]
 
 
-def test_retry_after_reads_seconds_and_http_dates() -> None:
-    now = dt.datetime(2025, 3, 14, 12, 0, 0, tzinfo=dt.UTC)
-    assert retry_after("2.5") == 2.5
-    assert retry_after("Fri, 14 Mar 2025 12:00:09 GMT", now=now) == 9.0
-    assert retry_after("Fri, 14 Mar 2025 11:00:00 GMT", now=now) == 0.0
-    assert retry_after("soon") is None and retry_after(None) is None and retry_after("nan") is None
+def test_the_client_reads_retry_after_with_normalizes_parser_http_dates_and_ms_included(
+    fake_model: FakeModel,
+) -> None:
+    later = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=20), usegmt=True)
+    fake_model.faults = [(429, {"Retry-After": later}, "{}"), (429, {"retry-after-ms": "1500"}, "{}"),
+                         (503, {"Retry-After": "soon"}, "{}")]
+    client, slept = client_for(fake_model, max_wait=30.0, attempts=4)
+    client.complete(build_examples(codes=["rate_limited"])[0].request_body("m"))
+    assert 17.0 <= slept[0] <= 20.0 and slept[1] == 1.5
+    assert slept[2] == 2.0  # unreadable: the exponential backoff (0.5 * 2**2)
+
+
+def test_only_normalize_parses_retry_after() -> None:
+    import shadow.eval._client as client_module
+
+    assert client_module.retry_after_ms is retry_after_ms
+    assert not hasattr(client_module, "retry_after")
 
 
 def test_the_client_gives_up_after_bounded_attempts_with_a_clear_error(fake_model: FakeModel) -> None:

@@ -279,12 +279,12 @@ def test_no_secret_from_a_transcript_reaches_a_payload(tmp_path: Path) -> None:
 
 
 def test_the_command_prints_a_summary_and_json(sqlite_url: str) -> None:
-    result = runner.invoke(app, ["import", str(FIXTURES / "anthropic_messages.json"), "--format", "anthropic",
+    result = runner.invoke(app, ["import", str(FIXTURES / "anthropic_messages.json"), "--input-format", "anthropic",
                                  "--db-url", sqlite_url])
     assert result.exit_code == 0, result.output
     assert "2 conversations, 4 calls, 2 errors, 1 user turns, 1 ends, 1 skipped; wrote 6 new records" in result.stdout
-    again = runner.invoke(app, ["import", str(FIXTURES / "anthropic_messages.json"), "-f", "anthropic",
-                                "--db-url", sqlite_url, "--output", "json"])
+    again = runner.invoke(app, ["import", str(FIXTURES / "anthropic_messages.json"), "--input-format", "anthropic",
+                                "--db-url", sqlite_url, "-f", "json"])
     assert again.exit_code == 0, again.output
     summary = json.loads(again.stdout)
     assert (summary["written"], summary["already_present"], summary["calls"]) == (0, 6, 4)
@@ -293,7 +293,7 @@ def test_the_command_prints_a_summary_and_json(sqlite_url: str) -> None:
 
 def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/dry.db"
-    result = runner.invoke(app, ["import", str(FIXTURES / "otel_otlp.json"), "-f", "otel", "--db-url", url,
+    result = runner.invoke(app, ["import", str(FIXTURES / "otel_otlp.json"), "--input-format", "otel", "--db-url", url,
                                  "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "would write 4 new records" in result.stdout
@@ -304,21 +304,21 @@ def test_the_command_loads_rules_from_a_file(sqlite_url: str, tmp_path: Path) ->
     module = tmp_path / "my_rules.py"
     module.write_text("import shadow\nRULES = shadow.Rules.default().on_result('not valid JSON', "
                       "'validation_error', 'The arguments are not JSON. Send an object, for example {{}}.')\n")
-    result = runner.invoke(app, ["import", str(FIXTURES / "openai_records.jsonl"), "-f", "openai",
-                                 "--rules", str(module), "--db-url", sqlite_url, "-o", "json"])
+    result = runner.invoke(app, ["import", str(FIXTURES / "openai_records.jsonl"), "--input-format", "openai",
+                                 "--rules", str(module), "--db-url", sqlite_url, "-f", "json"])
     assert result.exit_code == 0, result.output
     codes = {r["tool"]: r["code"] for r in rows(sqlite_url, tables.calls)}
     assert codes == {"find_user": "not_found", "search": "validation_error"}
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["missing.json", "-f", "openai"], "no such file: missing.json"),
-    (["{chat}", "-f", "yaml"], "'yaml' is not one of"),
-    (["{chat}", "-f", "openai", "--rules", "no_such_rules_module"], "cannot import no_such_rules_module"),
-    (["{chat}", "-f", "openai", "--rules", "{bad_rules}"], "defines no RULES"),
-    (["{garbage}", "-f", "openai"], "is neither JSON nor JSON lines (line 1, column 1"),
-    (["{empty}", "-f", "anthropic"], "is empty; pass a JSON or JSON lines file"),
-    (["{chat}", "-f", "openai", "--db-url", "mysql://x@y/z"], "supports SQLite and PostgreSQL"),
+    (["missing.json", "--input-format", "openai"], "no such file: missing.json"),
+    (["{chat}", "--input-format", "yaml"], "'yaml' is not one of"),
+    (["{chat}", "--input-format", "openai", "--rules", "no_such_rules_module"], "cannot import no_such_rules_module"),
+    (["{chat}", "--input-format", "openai", "--rules", "{bad_rules}"], "defines no RULES"),
+    (["{garbage}", "--input-format", "openai"], "is neither JSON nor JSON lines (line 1, column 1"),
+    (["{empty}", "--input-format", "anthropic"], "is empty; pass a JSON or JSON lines file"),
+    (["{chat}", "--input-format", "openai", "--db-url", "mysql://x@y/z"], "supports SQLite and PostgreSQL"),
 ])
 def test_bad_input_gets_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "garbage.json").write_text("garbage, not json")
