@@ -1,0 +1,174 @@
+"""Where commands look for the call log and the warehouse, and that reading creates neither."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from shadow.cli import ExitCode, app
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+_LOG_CALLS = textwrap.dedent("""
+    import sys, shadow
+
+    @shadow.tool
+    def lookup(key: str) -> dict:
+        if key.startswith("missing"):
+            return {"error": "not found: " + key}
+        return {"value": key}
+
+    shadow.flags.wait()
+    for i in range(int(sys.argv[1])):
+        lookup("missing-%d" % i if i % 3 == 0 else "k%d" % i)
+    shadow.flush()
+""")
+
+
+def _shadow(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m shadow ARGS`` in a fresh process, in ``cwd``, with only the given SHADOW_* variables."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")}
+    clean["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "shadow", *args], cwd=cwd, env={**clean, **(env or {})},
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def _log_calls(url: str, cwd: Path, n: int = 30) -> None:
+    """Real calls of the tool ``lookup`` through the adapter in shadow mode, into the call log at ``url``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")}
+    env.update(SHADOW_DB_URL=url, SHADOW_FLAGS="lookup=shadow", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", _LOG_CALLS, str(n)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "loop-rate"], ["report", "loop-rate", "--no-sync"], ["flags", "show"], ["flags", "history"],
+    ["ready", "lookup"], ["describe", "--tool", "lookup"], ["dashboard"], ["dashboard", "--no-sync"],
+    ["export", "parquet", "out"], ["db", "current"],
+])
+def test_read_only_commands_create_no_store_and_say_how_to_make_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, argv)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], argv
+    if argv == ["db", "current"]:
+        assert done.exit_code == 0 and "no schema yet" in done.stdout and "shadow db upgrade" in done.stdout
+        return
+    assert done.exit_code == ExitCode.USAGE, (argv, done.output)
+    if "--no-sync" in argv:
+        assert "no warehouse at" in done.stderr and "shadow sync" in done.stderr
+    else:
+        assert f"there is no call log at {tmp_path / 'shadow.db'} yet" in done.stderr
+        assert "SHADOW_FLAGS" in done.stderr and "--db-url" in done.stderr
+
+
+def test_a_process_that_only_reads_flags_creates_no_database(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import os, shadow
+
+        @shadow.tool
+        def lookup(key: str) -> dict:
+            return {"value": key}
+
+        assert shadow.flags.wait(10)
+        assert lookup("k") == {"value": "k"}
+        assert shadow.flags.current().state("lookup").mode.value == "legacy"
+        print(sorted(os.listdir(".")))
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_flag_set_later_is_picked_up_by_a_process_that_started_without_a_database(tmp_path: Path) -> None:
+    from shadow.flags import DbFlags, Mode
+
+    url = f"sqlite:///{tmp_path}/later.db"
+    reader = DbFlags(url, ttl=0.0)
+    assert reader.wait(10) and reader.state("lookup").mode is Mode.LEGACY
+    assert not (tmp_path / "later.db").exists()
+    DbFlags(url).set("lookup", "shadow")
+    reader.invalidate()
+    assert reader.state("lookup").mode is Mode.SHADOW
+
+
+@pytest.mark.slow
+def test_db_url_moves_the_default_warehouse_beside_it_as_shadow_db_url_does(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _log_calls(f"sqlite:///{logs}/x.db", tmp_path)
+    by_option = _shadow("sync", "--db-url", f"sqlite:///{logs}/x.db", "-f", "json", cwd=tmp_path)
+    assert by_option.returncode == 0, by_option.stderr
+    assert json.loads(by_option.stdout)["warehouse"] == str(logs / "x.duckdb")
+    by_env = _shadow("sync", "-f", "json", cwd=tmp_path, env={"SHADOW_DB_URL": f"sqlite:///{logs}/x.db"})
+    assert by_env.returncode == 0, by_env.stderr
+    assert json.loads(by_env.stdout)["warehouse"] == str(logs / "x.duckdb")
+    assert not (tmp_path / "shadow.duckdb").exists() and not (tmp_path / "shadow.db").exists()
+    report = _shadow("report", "loop-rate", "--no-sync", "--db-url", f"sqlite:///{logs}/x.db", "-f", "json",
+                     cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["data_range"]["calls"] == 30
+
+
+@pytest.mark.slow
+def test_a_relative_and_an_absolute_url_of_one_sqlite_file_are_the_same_source(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    _log_calls("sqlite:///calls.db", tmp_path)
+    first = _shadow("sync", "--db-url", "sqlite:///calls.db", "-f", "json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = _shadow("sync", "--db-url", f"sqlite:///{tmp_path}/calls.db", "-f", "json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr  # 0.1: "built from sqlite:///calls.db, not ...; --rebuild"
+    assert json.loads(first.stdout)["source"] == json.loads(again.stdout)["source"]
+    assert json.loads(again.stdout)["calls_added"] == 0
+
+
+def test_flags_set_on_a_tool_the_log_never_saw_warns_and_still_sets_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/x.db"
+    _log_calls(url, tmp_path, n=6)
+    typo = runner.invoke(app, ["flags", "set", "lokup", "shadow", "--db-url", url])
+    assert typo.exit_code == 0, typo.output
+    assert "no calls of 'lokup'" in typo.stderr and "tools in the log: lookup" in typo.stderr
+    assert "lokup: (unset) -> shadow" in typo.stdout
+    known = runner.invoke(app, ["flags", "set", "lookup", "legacy", "--db-url", url])
+    assert known.exit_code == 0 and "warning" not in known.stderr
+    shown = json.loads(runner.invoke(app, ["flags", "show", "-f", "json", "--db-url", url]).stdout)
+    assert shown["tools"]["lokup"]["mode"] == "shadow"
+
+
+def test_describe_tool_says_when_the_log_does_not_know_the_tool(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/x.db"
+    _log_calls(url, tmp_path, n=6)
+    unknown = runner.invoke(app, ["describe", "--tool", "lokup", "--db-url", url])
+    assert unknown.exit_code == 0
+    assert "no calls of 'lokup'" in unknown.stderr and "tools in the log: lookup" in unknown.stderr
+    assert "internal_error" in unknown.stdout
+    known = runner.invoke(app, ["describe", "--tool", "lookup", "--db-url", url])
+    assert known.exit_code == 0 and "warning" not in known.stderr
+
+
+def test_import_takes_input_format_and_the_old_format_spelling(tmp_path: Path) -> None:
+    chat = str(ROOT / "tests" / "fixtures" / "transcripts" / "openai_chat.json")
+    url = f"sqlite:///{tmp_path}/x.db"
+    new = runner.invoke(app, ["import", chat, "--input-format", "openai", "-f", "json", "--dry-run",
+                              "--db-url", url])
+    assert new.exit_code == 0, new.output
+    old = runner.invoke(app, ["import", chat, "--format", "openai", "--output", "json", "--dry-run", "--db", url])
+    assert old.exit_code == 0, old.output
+    assert json.loads(old.stdout) == json.loads(new.stdout)
+    assert "--input-format openai" in old.stderr
+    missing = runner.invoke(app, ["import", chat, "--db-url", url])
+    assert missing.exit_code == ExitCode.USAGE and "--input-format openai, anthropic or otel" in missing.stderr
