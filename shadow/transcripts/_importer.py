@@ -82,7 +82,7 @@ class Summary:
         return len(self.problems)
 
     def to_json(self) -> dict[str, Any]:
-        """The summary as JSON data (the shape of ``shadow import --output json``)."""
+        """The summary as JSON data (the shape of ``shadow import --format json``)."""
         return {
             "files": self.files, "conversations": self.conversations, "calls": self.calls, "errors": self.errors,
             "user_turns": self.user_turns, "ends": self.ends, "skipped": self.skipped,
