@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, NoReturn
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
+from shadow._config import configure
 from shadow._loader import import_user_module
 from shadow.cli._app import ExitCode, app, fail
 from shadow.cli._options import DbAliasOption, DbUrlOption, Format, store_unreachable, store_url
@@ -95,6 +96,8 @@ def proxy(
     start_timeout: Annotated[float, typer.Option(
         "--start-timeout", min=0.01, help="Seconds the server may take to start and finish the MCP handshake.")]
     = 30.0,
+    db_url: DbUrlOption = None,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Serve a stdio MCP server's tools through shadow's flags, logging every call.
 
@@ -117,6 +120,7 @@ def proxy(
     if not command:
         fail("no MCP server command; put it after `--`, for example: shadow proxy --name files -- python server.py")
     loaded = _rules_or_fail(rules)
+    configure(db_url=store_url(db_url, db_alias))  # the flags and the call log of this process
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         anyio.run(lambda: serve(command, name=name, rules=loaded, timeout=timeout, start_timeout=start_timeout))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from shadow.cli._options import (
     require_call_log,
     store_unreachable,
     store_url,
+    time_option,
 )
 from shadow.inventory._run import Inventory, emit_rules, format_table, inventory, python_files
 
@@ -79,8 +79,8 @@ def ready(
     db_url: DbUrlOption = None,
     inventory: Annotated[Path | None, typer.Option(
         "--inventory", "-i", help="A `shadow inventory --format json` file: check its proposed codes.")] = None,
-    since: Annotated[dt.datetime | None, typer.Option(
-        "--since", help="Count only calls from this UTC time on, e.g. after a rules change.")] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Count only calls from this UTC date or time on, e.g. after a rules change.")] = None,
     min_calls: Annotated[int, typer.Option(help="Calls the log must hold.")] = _DEFAULT.min_calls,
     min_errors: Annotated[int, typer.Option(help="Errors the log must hold.")] = _DEFAULT.min_errors,
     max_unmapped_share: Annotated[float, typer.Option(
@@ -103,8 +103,7 @@ def ready(
     try:
         limits = Thresholds(min_calls, min_errors, max_unmapped_share, max_schema_invalid, max_leaks,
                             require_proposed)
-        when = since.replace(tzinfo=dt.UTC) if since is not None and since.tzinfo is None else since
-        verdict = readiness(url, tool, limits, inventory=inventory, since=when)
+        verdict = readiness(url, tool, limits, inventory=inventory, since=time_option(since, "--since"))
     except (ValueError, StoreMissing) as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sqlalchemy import inspect, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import sqlite_path
@@ -43,7 +42,7 @@ def legacy_payloads(
         with engine.connect() as conn:
             if not inspect(conn).has_table(calls.name):
                 raise StoreError(
-                    f"{_safe(db_url)} holds no call log (table calls); run the shadow phase first or pass the "
+                    f"{db.safe_url(db_url)} holds no call log (table calls); run the shadow phase first or pass the "
                     "store's --db-url"
                 )
             for code in codes:
@@ -68,15 +67,8 @@ def legacy_payloads(
                 found[code] = kept
     except SQLAlchemyError as exc:
         raise StoreError(
-            f"cannot read the shadow log at {_safe(db_url)} ({type(exc).__name__}); check --db-url and that the "
+            f"cannot read the shadow log at {db.safe_url(db_url)} ({type(exc).__name__}); check --db-url and that the "
             "database is up",
             unavailable=True,
         ) from None
     return found
-
-
-def _safe(url: str) -> str:
-    try:
-        return make_url(db.normalise_url(url)).render_as_string(hide_password=True)
-    except Exception:
-        return "the given --db-url"

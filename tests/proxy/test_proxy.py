@@ -210,6 +210,15 @@ def test_legacy_mode_forwards_everything_and_logs_nothing(direct: list[Any], tmp
     assert logged(tmp_path) == [] and logged(tmp_path, tables.marks) == []
 
 
+def test_db_url_names_the_call_log_the_proxy_logs_to(tmp_path: Path) -> None:
+    env = environment(tmp_path, "find_user=shadow")
+    del env["SHADOW_DB_URL"]
+    seen = drive(proxy_command("--db-url", f"sqlite:///{tmp_path}/proxy.db"), env, [("find_user", {"user_id": "7"})],
+                 tmp_path / "err.log")
+    assert len(seen.results) == 1
+    assert [row["tool"] for row in logged(tmp_path)] == ["find_user"]
+
+
 def test_flags_are_per_tool(tmp_path: Path) -> None:
     steps = [("find_user", {"user_id": "7"}), ("echo", {"text": "x"}), ("book", {"slot": "1"})]
     seen = drive(proxy_command(), environment(tmp_path, "find_user=cutover,echo=shadow,*=legacy"), steps,
