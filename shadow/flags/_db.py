@@ -190,7 +190,7 @@ class DbFlags:
 
     def _load(self) -> None:
         try:
-            states, killed = self._read() if self._exists() else ({}, False)
+            states, killed = self.states()
         except Exception as exc:
             log.warning("flags_unreadable", url=db.safe_url(self.url), error_type=type(exc).__name__)
             if self._states is None:
@@ -242,8 +242,8 @@ class DbFlags:
     # -- writing (CLI and admin code)
 
     def states(self) -> tuple[dict[str, FlagState], bool]:
-        """Every stored flag, and whether the kill switch is on (read now, not cached)."""
-        return self._read()
+        """Every stored flag, and whether the kill switch is on (read now, not cached; nothing is created)."""
+        return self._read() if self._exists() else ({}, False)
 
     def set(
         self, tool: str, mode: Mode | str, percent: int = 100, *, actor: str | None = None,
@@ -289,6 +289,8 @@ class DbFlags:
 
     def history(self, tool: str | None = None, limit: int | None = None) -> list[AuditEntry]:
         """Audit entries, oldest first (``tool`` narrows; ``'*'`` is the kill switch)."""
+        if not self._exists():
+            return []
         audit = tables.flag_audit
         query = select(audit).order_by(audit.c.ts, audit.c.id)
         if tool is not None:

@@ -100,9 +100,12 @@ def test_a_flag_set_later_is_picked_up_by_a_process_that_started_without_a_datab
     reader = DbFlags(url, ttl=0.0)
     assert reader.wait(10) and reader.state("lookup").mode is Mode.LEGACY
     assert not (tmp_path / "later.db").exists()
+    assert reader.states() == ({}, False) and reader.history() == []
+    assert not (tmp_path / "later.db").exists()
     DbFlags(url).set("lookup", "shadow")
     reader.invalidate()
     assert reader.state("lookup").mode is Mode.SHADOW
+    assert [e.new_mode for e in reader.history()] == ["shadow"]
 
 
 @pytest.mark.slow
