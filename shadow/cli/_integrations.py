@@ -173,7 +173,7 @@ def import_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", metavar="<table|text|json>", show_default=False,
-        help="Output: table (or text: the same, for a person) or json.  [default: table]")] = None,
+        help="Output: table for a person (text is the same) or json.  [default: table]")] = None,
     output_alias: Annotated[Literal[Format.table, Format.text, Format.json] | None, typer.Option(
         "--output", "-o", hidden=True)] = None,
     db_alias: DbAliasOption = None,

@@ -25,22 +25,19 @@ class Format(StrEnum):
     markdown = "markdown"
 
 
-#: The formats for a person; every command takes both names.
-HUMAN: Final = frozenset({Format.table, Format.text})
-
-_FORMAT_HELP: Final = "Output: table (or text: the same, for a person) or json"
+_FORMAT_HELP: Final = "Output: table for a person (text is the same)"
 
 FormatOption = Annotated[
     Literal[Format.table, Format.text, Format.json],
-    typer.Option("--format", "-f", help=f"{_FORMAT_HELP}."),
+    typer.Option("--format", "-f", help=f"{_FORMAT_HELP} or json."),
 ]
 ReportFormatOption = Annotated[
     Literal[Format.table, Format.text, Format.json, Format.csv],
-    typer.Option("--format", "-f", help=f"{_FORMAT_HELP}, or csv."),
+    typer.Option("--format", "-f", help=f"{_FORMAT_HELP}, json or csv."),
 ]
 DescribeFormatOption = Annotated[
     Literal[Format.text, Format.table, Format.markdown, Format.json],
-    typer.Option("--format", "-f", help="Output: text (or table: the same), markdown or json."),
+    typer.Option("--format", "-f", help="Output: text for a person (table is the same), markdown or json."),
 ]
 
 DB_URL_HELP: Final = (
