@@ -108,6 +108,10 @@ def configure(**changes: Any) -> Settings:
     if unknown:
         names = ", ".join(f.name for f in dataclasses.fields(Settings))
         raise TypeError(f"unknown setting(s) {sorted(unknown)}; known: {names}")
+    if "db_url" in changes:
+        from shadow.calllog._db import normalise_url
+
+        normalise_url(changes["db_url"])  # a URL shadow cannot use is a ValueError here, not a log line later
     base = settings()
     with _lock:
         _current = dataclasses.replace(base, **changes)

@@ -130,7 +130,7 @@ def test_an_unsupported_database_url_is_a_clear_value_error_in_the_api() -> None
     from shadow.calllog._db import engine, normalise_url
     from shadow.flags import DbFlags
 
-    for make in (normalise_url, engine, SqlStore, DbFlags):
+    for make in (normalise_url, engine, SqlStore, DbFlags, lambda url: shadow.configure(db_url=url)):
         with pytest.raises(ValueError, match=r"supports SQLite and PostgreSQL, not 'mysql'; use for example sqlite"):
             make("mysql+pymysql://agent@db:3306/shadow")
     with pytest.raises(ValueError, match="is not a database URL"):
