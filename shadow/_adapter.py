@@ -8,7 +8,7 @@ import functools
 import inspect
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, overload
 
@@ -28,6 +28,8 @@ from shadow.contract._rules import Rules
 from shadow.contract._schema import is_valid
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode, Variant
+from shadow.integrations import _context as frameworks
+from shadow.integrations._returns import widened_signature
 from shadow.typing import FlagSource
 
 log = get_logger("shadow.adapter")
@@ -54,6 +56,7 @@ class ToolSpec:
     idempotent: bool = True
     signature: inspect.Signature | None = None
     source: str = "live"
+    skip: frozenset[str] = frozenset()  # framework-injected parameters and the user's ignore=(...): never logged
 
     def outcome(self, value: Any, exc: BaseException | None) -> Outcome:
         """What the contract says of a call that returned ``value`` or raised ``exc``."""
@@ -124,9 +127,8 @@ class PendingCall:
             return {**{f"_{i}": a for i, a in enumerate(self.args)}, **self.kwargs}
         bound = signature.bind_partial(*self.args, **self.kwargs).arguments
         first = next(iter(signature.parameters), None)
-        if first in ("self", "cls") and first in bound:
-            bound = {k: v for k, v in bound.items() if k != first}
-        return dict(bound)
+        skip = self.spec.skip | {first} if first in ("self", "cls") else self.spec.skip
+        return {k: v for k, v in bound.items() if k not in skip and not frameworks.is_injected_value(v)}
 
     def _outcome(self) -> Outcome:
         return self.spec.outcome(self.value, self.exc)
@@ -172,11 +174,13 @@ class _Started:
 class _Runner:
     """Everything a wrapped call does around the tool itself, shared by the sync and the async wrapper."""
 
-    __slots__ = ("flags", "spec")
+    __slots__ = ("deliver", "flags", "spec")
 
-    def __init__(self, spec: ToolSpec, flags: FlagSource | None) -> None:
+    def __init__(self, spec: ToolSpec, flags: FlagSource | None,
+                 deliver: Callable[[Payload], Any] | None = None) -> None:
         self.spec = spec
         self.flags = flags
+        self.deliver = deliver  # how a framework integration serves the payload (an MCP result, a JSON string)
 
     def begin(self) -> _Started | None:
         """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure)."""
@@ -210,7 +214,15 @@ class _Runner:
             ))
         except Exception as failure:
             _internal_failure(self.spec.name, failure)
-        return outcome.payload if outcome is not None else None
+        if outcome is None:
+            return None
+        if self.deliver is None:
+            return outcome.payload
+        try:
+            return self.deliver(outcome.payload)
+        except Exception as failure:
+            _internal_failure(self.spec.name, failure)
+            return outcome.payload
 
 
 @overload
@@ -218,7 +230,7 @@ def tool(fn: F, /) -> F: ...
 @overload
 def tool(
     fn: str | None = None, /, name: str | None = None, *, rules: Rules | None = None, idempotent: bool = True,
-    flags: FlagSource | None = None, source: str = "live",
+    flags: FlagSource | None = None, source: str = "live", ignore: Iterable[str] = (),
 ) -> Callable[[F], F]: ...
 
 
@@ -231,6 +243,7 @@ def tool(
     idempotent: bool = True,
     flags: FlagSource | None = None,
     source: str = "live",
+    ignore: Iterable[str] = (),
 ) -> Any:
     """Wrap a legacy tool (plain or ``async def``) behind its flag.
 
@@ -238,7 +251,9 @@ def tool(
     call only. ``shadow``: the legacy result (the same object) or exception (the same one) reaches the caller, and
     the structured payload is logged. ``cutover``: sessions in the structured arm receive the structured payload
     instead. Failures of the adapter itself are logged and swallowed. ``source`` labels the records (``"live"``;
-    ``shadow demo`` uses ``"simulated"``).
+    ``shadow demo`` uses ``"simulated"``). ``ignore=("request_id",)`` leaves per-call values of your own out of the
+    logged arguments and the fingerprints; parameters a framework injects (contexts, callbacks) are left out anyway.
+    Under an agent framework, put ``@shadow.tool`` below the framework's decorator (``shadow.integrations`` does both).
     """
     if isinstance(fn, str):
         if name is not None:
@@ -246,8 +261,9 @@ def tool(
         fn, name = None, fn
     _check_options(name, rules, flags)
     if fn is None:
-        return functools.partial(_wrap, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
-    return _wrap(fn, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source)
+        return functools.partial(_wrap, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source,
+                                 ignore=ignore)
+    return _wrap(fn, name=name, rules=rules, idempotent=idempotent, flags=flags, source=source, ignore=ignore)
 
 
 def _check_options(name: object, rules: object, flags: object) -> None:
@@ -264,8 +280,15 @@ def _check_options(name: object, rules: object, flags: object) -> None:
 
 def _wrap(
     fn: Callable[..., Any], *, name: str | None, rules: Rules | None, idempotent: bool, flags: FlagSource | None,
-    source: str = "live",
+    source: str = "live", ignore: Iterable[str] = (), deliver: Callable[[Payload], Any] | None = None,
 ) -> Any:
+    framework = frameworks.tool_object_kind(fn)
+    if framework is not None:
+        raise TypeError(f"shadow.tool got a tool object made by {framework}, not a function: put @shadow.tool below "
+                        "the framework's decorator (closest to def), or use shadow.integrations")
+    if getattr(fn, "__fastmcp__", None) is not None:
+        raise TypeError("shadow.tool got a function FastMCP has registered already (it would serve the unwrapped "
+                        "function): put @shadow.tool below @mcp.tool, or use shadow.integrations.fastmcp_tool(mcp)")
     if not callable(fn):
         raise TypeError(f"shadow.tool wraps a function, not {type(fn).__name__}: "
                         '@shadow.tool, @shadow.tool("name") or @shadow.tool(name="name", rules=...)')
@@ -274,7 +297,9 @@ def _wrap(
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):
         signature = None
-    runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source), flags)
+    skip = frameworks.check_ignore(ignore, signature, tool_name) | frameworks.injected_parameters(fn, signature)
+    runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source, skip), flags, deliver)
+    advertised = widened_signature(fn, signature)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -294,6 +319,8 @@ def _wrap(
             return value if structured is None else structured
 
         async_wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
+        if advertised is not None:
+            async_wrapper.__signature__ = advertised  # type: ignore[attr-defined]
         return async_wrapper
 
     @functools.wraps(fn)
@@ -312,4 +339,6 @@ def _wrap(
         return value if structured is None else structured
 
     wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
+    if advertised is not None:
+        wrapper.__signature__ = advertised  # type: ignore[attr-defined]
     return wrapper

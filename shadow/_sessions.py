@@ -17,6 +17,7 @@ from shadow import _clock as clock
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow.calllog._records import MarkRecord
+from shadow.integrations._context import framework_session
 
 log = get_logger("shadow.sessions")
 
@@ -75,8 +76,12 @@ os.register_at_fork(after_in_child=_forget_process_session)
 
 
 def current() -> str:
-    """The session id calls are logged under right now."""
-    return _current.get() or process_session()
+    """The session id calls are logged under right now.
+
+    An open ``shadow.session`` first; else the conversation of the agent framework running the call (an MCP session,
+    a LangGraph thread, an Agents SDK trace group or run, a PydanticAI conversation); else the process's session.
+    """
+    return _current.get() or framework_session() or process_session()
 
 
 def next_seq(session_id: str) -> int:

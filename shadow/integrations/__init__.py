@@ -1,0 +1,39 @@
+"""Shadow a tool where agents are built: one decorator per framework, each importing its framework only when used.
+
+``fastmcp_tool(mcp)`` replaces ``@mcp.tool``, ``mcp_tool(server)`` MCPServer's ``@server.tool()``,
+``langchain_tool`` LangChain's ``@tool``, ``openai_agents_tool`` the Agents SDK's ``@function_tool`` and
+``pydantic_ai_tool(agent)`` PydanticAI's ``@agent.tool``/``@agent.tool_plain``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shadow.integrations._fastmcp import fastmcp_tool
+    from shadow.integrations._langchain import langchain_tool
+    from shadow.integrations._mcp import mcp_tool
+    from shadow.integrations._openai_agents import openai_agents_tool
+    from shadow.integrations._pydantic_ai import pydantic_ai_tool
+
+_HOMES = {
+    "fastmcp_tool": "shadow.integrations._fastmcp",
+    "langchain_tool": "shadow.integrations._langchain",
+    "mcp_tool": "shadow.integrations._mcp",
+    "openai_agents_tool": "shadow.integrations._openai_agents",
+    "pydantic_ai_tool": "shadow.integrations._pydantic_ai",
+}
+
+__all__ = ["fastmcp_tool", "langchain_tool", "mcp_tool", "openai_agents_tool", "pydantic_ai_tool"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'shadow.integrations' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

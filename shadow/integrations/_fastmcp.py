@@ -1,0 +1,50 @@
+"""FastMCP: ``@fastmcp_tool(mcp)`` in place of ``@mcp.tool``, with the cutover payload as a proper MCP result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from shadow.contract._payloads import Payload
+from shadow.contract._rules import Rules
+from shadow.integrations._serve import ShadowOptions, check_function, payload_json
+from shadow.typing import FlagSource
+
+
+def fastmcp_tool(
+    mcp: Any, fn: Callable[..., Any] | None = None, /, *, name: str | None = None, rules: Rules | None = None,
+    idempotent: bool = True, flags: FlagSource | None = None, ignore: Iterable[str] = (), **options: Any,
+) -> Any:
+    """Register ``fn`` on the FastMCP server ``mcp`` behind its shadow flag: ``@fastmcp_tool(mcp)``.
+
+    The schema is the one ``@mcp.tool`` generates (a primitive output schema widened to admit the payload), and
+    ``options`` (``description=``, ``tags=``, ``annotations=``, ...) go to FastMCP. In cutover the structured arm
+    gets a result whose text is the payload's JSON, whose ``structuredContent`` matches the output schema, with
+    ``isError`` set on errors. Put the ``shadow describe --tool`` paragraph in ``description=``. Returns ``fn``
+    wrapped, as ``@mcp.tool`` returns the function.
+    """
+    if not callable(getattr(mcp, "add_tool", None)):
+        raise TypeError(f"fastmcp_tool(mcp) takes the fastmcp.FastMCP server first, not {type(mcp).__name__}")
+    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore)
+
+    def register(function: Callable[..., Any]) -> Callable[..., Any]:
+        check_function(function, "fastmcp_tool(mcp)")
+        from fastmcp.tools import Tool
+
+        wraps_result: list[bool] = []
+        wrapper = shadow.wrap(function, lambda payload: _result(payload, wraps_result))
+        tool = Tool.from_function(wrapper, name=name, **options)
+        wraps_result.append(bool((tool.output_schema or {}).get("x-fastmcp-wrap-result")))
+        mcp.add_tool(tool)
+        return wrapper
+
+    return register if fn is None else register(fn)
+
+
+def _result(payload: Payload, wraps_result: list[bool]) -> Any:
+    from fastmcp.tools import ToolResult
+    from mcp.types import TextContent
+
+    structured: dict[str, Any] = {"result": payload} if wraps_result and wraps_result[0] else dict(payload)
+    return ToolResult(content=[TextContent(type="text", text=payload_json(payload))], structured_content=structured,
+                      is_error=not payload["ok"])

@@ -1,0 +1,91 @@
+"""The return annotation a wrapper advertises: a primitive legacy type widened to admit the contract's payload."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal
+
+from typing_extensions import TypedDict  # pydantic (MCP output schemas) rejects typing.TypedDict on Python 3.11
+
+
+class ContractErrorBody(TypedDict):
+    """What went wrong, and what to do next."""
+
+    code: str
+    message: str
+    retryable: bool
+    next_action: str
+    context: dict[str, Any] | None
+
+
+class ContractOk(TypedDict):
+    """A success of the shadow error contract: {"ok": true, "data": ...}."""
+
+    ok: Literal[True]
+    data: Any
+
+
+class ContractError(TypedDict):
+    """A failure of the shadow error contract: {"ok": false, "error": {...}}."""
+
+    ok: Literal[False]
+    error: ContractErrorBody
+
+
+ContractPayload = ContractOk | ContractError
+_PRIMITIVES = (str, int, float, bool, bytes, type(None))
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def is_primitive(annotation: Any) -> bool:
+    """Whether a return annotation is a scalar, a sequence or a union of those: one MCP wraps as ``{"result": ...}``.
+
+    Object types (``dict``, a ``TypedDict``, a pydantic model, a dataclass) are not: widening those would make MCP
+    wrap the legacy result too and change what shadow mode returns.
+    """
+    if annotation is None or annotation in _PRIMITIVES:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return all(is_primitive(a) for a in typing.get_args(annotation))
+    if origin is Literal:
+        return True
+    if annotation in _SEQUENCES or origin in _SEQUENCES:
+        return True
+    return False
+
+
+def _return_annotation(fn: Callable[..., Any], signature: inspect.Signature) -> Any:
+    annotation = signature.return_annotation
+    if isinstance(annotation, str):
+        try:
+            annotation = typing.get_type_hints(fn).get("return", inspect.Signature.empty)
+        except Exception:
+            return inspect.Signature.empty
+    return annotation
+
+
+def widened_signature(fn: Callable[..., Any], signature: inspect.Signature | None) -> inspect.Signature | None:
+    """``signature`` with ``-> T`` made ``-> T | ContractOk | ContractError`` when T is primitive, else ``None``.
+
+    MCP frameworks build a tool's output schema from the return annotation and validate structured results against
+    it; this lets them accept the cutover payload while a legacy result is served exactly as before.
+    """
+    if signature is None:
+        return None
+    annotation = _return_annotation(fn, signature)
+    if annotation is inspect.Signature.empty or not is_primitive(annotation):
+        return None
+    return signature.replace(return_annotation=typing.Union[annotation, ContractOk, ContractError])  # noqa: UP007
+
+
+def is_object_return(annotation: Any) -> bool:
+    """A TypedDict, pydantic model or dataclass return: MCP advertises its fields as the output schema."""
+    if isinstance(annotation, type):
+        return typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation) or hasattr(
+            annotation, "model_json_schema")
+    return False
