@@ -196,8 +196,8 @@ class _Runner:
             return None
 
     def finish(self, started: _Started, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any = None,
-               exc: BaseException | None = None) -> Payload | None:
-        """Hand the call to the writer; the structured payload when this call is in the structured arm."""
+               exc: BaseException | None = None) -> Any:
+        """Hand the call to the writer; in the structured arm, the payload (as ``deliver`` serves it), else None."""
         latency = time.perf_counter_ns() - started.p0
         outcome = None
         if started.variant is Variant.STRUCTURED:

@@ -30,7 +30,10 @@ INJECTED_CLASSES: Final = frozenset({
     "langchain_core.callbacks.base.BaseCallbackManager",
 })
 # ``Annotated[...]`` metadata marking an injected parameter (LangChain's InjectedToolCallId, MCPServer's Resolve).
-INJECTED_MARKERS: Final = frozenset({"langchain_core.tools.base.InjectedToolArg", "mcp.server.mcpserver.resolve.Resolve"})
+INJECTED_MARKERS: Final = frozenset({
+    "langchain_core.tools.base.InjectedToolArg",
+    "mcp.server.mcpserver.resolve.Resolve",
+})
 # Default values that make FastMCP fill a parameter: CurrentContext(), CurrentHeaders(), Progress(), Depends(...).
 INJECTED_DEFAULTS: Final = frozenset({"uncalled_for.base.Dependency"})
 # Framework tool objects: ``@shadow.tool`` must sit below the framework's decorator, not above its result.
@@ -96,9 +99,10 @@ def injected_parameters(fn: Callable[..., Any], signature: inspect.Signature | N
     found = set()
     for name, param in signature.parameters.items():
         annotation = hints.get(name, param.annotation)
-        if annotation is not inspect.Parameter.empty and not isinstance(annotation, str) and _injected_type(annotation):
-            found.add(name)
-        elif param.default is not inspect.Parameter.empty and class_names(type(param.default)) & INJECTED_DEFAULTS:
+        by_type = annotation is not inspect.Parameter.empty and not isinstance(annotation, str)
+        by_default = param.default is not inspect.Parameter.empty
+        if (by_type and _injected_type(annotation)) or (
+                by_default and class_names(type(param.default)) & INJECTED_DEFAULTS):
             found.add(name)
     return frozenset(found)
 

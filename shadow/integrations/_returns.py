@@ -54,9 +54,7 @@ def is_primitive(annotation: Any) -> bool:
         return all(is_primitive(a) for a in typing.get_args(annotation))
     if origin is Literal:
         return True
-    if annotation in _SEQUENCES or origin in _SEQUENCES:
-        return True
-    return False
+    return annotation in _SEQUENCES or origin in _SEQUENCES
 
 
 def _return_annotation(fn: Callable[..., Any], signature: inspect.Signature) -> Any:
