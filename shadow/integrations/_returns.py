@@ -78,6 +78,10 @@ def widened_signature(fn: Callable[..., Any], signature: inspect.Signature | Non
     annotation = _return_annotation(fn, signature)
     if annotation is inspect.Signature.empty or not is_primitive(annotation):
         return None
+    try:  # a __signature__ is taken as is (eval_str does not apply to it): give the frameworks resolved annotations
+        signature = inspect.signature(fn, eval_str=True)
+    except Exception:
+        return None
     return signature.replace(return_annotation=typing.Union[annotation, ContractOk, ContractError])  # noqa: UP007
 
 
