@@ -1,0 +1,120 @@
+"""LangChain: ``langchain_tool`` through ``invoke``/``ainvoke`` with a ``ToolCall``, with no model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from integration_support import CALLS, calls, legacy_tools, loop_counts
+
+import shadow
+from shadow.testing import InMemoryFlags, InMemoryStore
+
+pytest.importorskip("langchain_core")
+from langchain_core.messages import ToolMessage  # noqa: E402
+from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool  # noqa: E402
+
+from shadow.integrations import langchain_tool  # noqa: E402
+
+
+def toolsets(flags: InMemoryFlags) -> tuple[dict[str, StructuredTool], dict[str, StructuredTool]]:
+    """The legacy tools made by ``@tool`` and by ``langchain_tool``, by name."""
+    plain = {n: tool(fn, parse_docstring=True) for n, fn in legacy_tools().items()}
+    shadowed = {n: langchain_tool(flags=flags, parse_docstring=True)(fn) for n, fn in legacy_tools().items()}
+    return plain, shadowed
+
+
+def _call(tools: dict[str, StructuredTool], thread: str = "thread-A") -> list[ToolMessage]:
+    async def run() -> list[ToolMessage]:
+        out = []
+        for i, (name, args) in enumerate(CALLS):
+            call = {"name": name, "args": args, "id": f"call_{i}", "type": "tool_call"}
+            config: RunnableConfig = {"configurable": {"thread_id": thread}}
+            out.append(await tools[name].ainvoke(call, config) if name == "search" else tools[name].invoke(call, config))
+        return out
+
+    return asyncio.run(run())
+
+
+def test_the_schema_is_the_one_langchain_generates(flags: InMemoryFlags) -> None:
+    plain, shadowed = toolsets(flags)
+    for name, made in plain.items():
+        assert shadowed[name].name == made.name and shadowed[name].description == made.description
+        assert shadowed[name].tool_call_schema.model_json_schema() == made.tool_call_schema.model_json_schema()
+    assert shadowed["get_task"].args["priority"]["enum"] == ["low", "high"]
+    assert shadowed["get_task"].args["task_id"]["description"] == "The task's id, for example T-1."
+
+
+def test_shadow_mode_returns_what_langchain_returned_before_and_logs_one_record_per_call(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    plain, shadowed = toolsets(flags)
+    for name in plain:
+        flags.set(name, "shadow")
+    for old, new in zip(_call(plain), _call(shadowed), strict=True):
+        assert (new.content, new.status, new.tool_call_id, new.artifact) == (
+            old.content, old.status, old.tool_call_id, old.artifact)
+    records = calls(log)
+    assert [(r.tool, r.outcome) for r in records] == [(n, o) for (n, _), o in zip(
+        CALLS, ("ok", "error", "ok", "error", "ok"), strict=True)]
+    assert {r.session_id for r in records} == {"thread-A"}
+
+
+def test_cutover_content_is_the_contract_json(flags: InMemoryFlags, log: InMemoryStore) -> None:
+    _, shadowed = toolsets(flags)
+    for name in shadowed:
+        flags.set(name, "cutover")
+    for message in _call(shadowed):
+        shadow.validate(json.loads(message.content))
+    assert [r.variant for r in calls(log)] == ["structured"] * len(CALLS)
+
+
+def test_content_and_artifact_tools_get_the_json_and_the_payload(flags: InMemoryFlags, log: InMemoryStore) -> None:
+    def fetch(item_id: str) -> tuple[str, dict[str, Any]]:
+        """Fetch an item."""
+        return f"item {item_id}", {"raw": item_id}
+
+    made = langchain_tool(flags=flags, response_format="content_and_artifact")(fetch)
+    flags.set("fetch", "cutover")
+    message = made.invoke({"name": "fetch", "args": {"item_id": "1"}, "id": "c1", "type": "tool_call"})
+    assert json.loads(message.content) == message.artifact == {"ok": True, "data": ["item 1", {"raw": "1"}]}
+
+
+def test_three_identical_failing_calls_with_injected_arguments_are_three_errors_and_two_loops(
+        flags: InMemoryFlags, sql_log: str, tmp_path: Path) -> None:
+    @langchain_tool(flags=flags)
+    def find(item_id: str, call_id: Annotated[str, InjectedToolCallId], config: RunnableConfig) -> str:
+        """Find an item."""
+        assert call_id and config
+        return "Error: not found"
+
+    flags.set("find", "shadow")
+    for i in range(3):
+        find.invoke({"name": "find", "args": {"item_id": "42"}, "id": f"call_{i}", "type": "tool_call"},
+                    {"configurable": {"thread_id": "t-1"}})
+    assert loop_counts(sql_log, tmp_path, "find") == (3, 2)
+
+
+def test_langgraph_threads_are_sessions_so_a_percentage_cutover_splits_them(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    _, shadowed = toolsets(flags)
+    flags.set("lookup", "cutover", 50)
+    for thread in ("thread-A", "thread-B"):
+        for i in range(2):
+            shadowed["lookup"].invoke({"name": "lookup", "args": {"item_id": "0"}, "id": f"c{i}", "type": "tool_call"},
+                                      {"configurable": {"thread_id": thread}})
+    arms = {(r.session_id, r.variant) for r in calls(log)}
+    assert arms == {("thread-A", "structured"), ("thread-B", "legacy")}
+
+
+def test_shadow_tool_above_langchain_tool_is_a_type_error_that_says_the_order() -> None:
+    with pytest.raises(TypeError, match=r"LangChain's @tool.*below"):
+
+        @shadow.tool
+        @tool
+        def late(x: int) -> str:
+            """Late."""
+            return str(x)
