@@ -9,11 +9,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from integration_support import CALLS, calls, legacy_tools, loop_counts
 
 import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore
-
-from integration_support import CALLS, calls, legacy_tools, loop_counts
 
 fastmcp = pytest.importorskip("fastmcp")
 from shadow.integrations import fastmcp_tool  # noqa: E402

@@ -14,11 +14,11 @@ import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore
 
 pytest.importorskip("langchain_core")
-from langchain_core.messages import ToolMessage  # noqa: E402
-from langchain_core.runnables import RunnableConfig  # noqa: E402
-from langchain_core.tools import InjectedToolCallId, StructuredTool, tool  # noqa: E402
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 
-from shadow.integrations import langchain_tool  # noqa: E402
+from shadow.integrations import langchain_tool
 
 
 def toolsets(flags: InMemoryFlags) -> tuple[dict[str, StructuredTool], dict[str, StructuredTool]]:
@@ -118,3 +118,21 @@ def test_shadow_tool_above_langchain_tool_is_a_type_error_that_says_the_order() 
         def late(x: int) -> str:
             """Late."""
             return str(x)
+
+
+def test_an_open_shadow_session_wins_over_the_frameworks_conversation(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    @tool
+    @shadow.tool(flags=flags)
+    def lc_find(item_id: str) -> str:
+        """Find an item."""
+        return "Error: not found"
+
+    flags.set("lc_find", "shadow")
+    call = {"name": "lc_find", "args": {"item_id": "1"}, "id": "c1", "type": "tool_call"}
+    lc_find.invoke(call, {"configurable": {"thread_id": "thread-A"}})
+    with shadow.session("mine"):
+        lc_find.invoke(call, {"configurable": {"thread_id": "thread-A"}})
+    lc_find.invoke(call)
+    sessions = [r.session_id for r in calls(log)]
+    assert sessions[:2] == ["thread-A", "mine"] and sessions[2].startswith("proc-")

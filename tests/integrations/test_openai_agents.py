@@ -14,11 +14,11 @@ import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore
 
 pytest.importorskip("agents")
-from agents import Agent, FunctionTool, RunConfig, Runner, function_tool, set_trace_processors  # noqa: E402
-from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
-from agents.tool_context import ToolContext  # noqa: E402
+from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, Runner, function_tool, set_trace_processors
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.tool_context import ToolContext
 
-from shadow.integrations import openai_agents_tool  # noqa: E402
+from shadow.integrations import openai_agents_tool
 
 set_trace_processors([])  # traces keep their ids; nothing is exported
 
@@ -106,3 +106,21 @@ def test_shadow_tool_above_function_tool_is_a_type_error_that_says_the_order() -
         def late(x: int) -> str:
             """Late."""
             return str(x)
+
+
+def test_plain_decorator_under_the_agents_sdk_leaves_the_tool_context_out(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    @function_tool
+    @shadow.tool(flags=flags)
+    def ag_find(ctx: RunContextWrapper[Any], item_id: str) -> str:
+        """Find an item."""
+        return "Error: not found"
+
+    flags.set("ag_find", "shadow")
+    with shadow.session("task-1"):
+        for i in range(2):
+            args = json.dumps({"item_id": "42"})
+            context = ToolContext(context={"user": i}, tool_name="ag_find", tool_call_id=f"c{i}", tool_arguments=args)
+            asyncio.run(ag_find.on_invoke_tool(context, args))
+    first, second = calls(log)
+    assert first.args == second.args == {"item_id": "42"} and first.fingerprint == second.fingerprint

@@ -14,11 +14,11 @@ import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore
 
 pytest.importorskip("pydantic_ai")
-from pydantic_ai import Agent, RunContext  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from shadow.integrations import pydantic_ai_tool  # noqa: E402
+from shadow.integrations import pydantic_ai_tool
 
 
 class Script:
@@ -103,3 +103,24 @@ def test_shadow_tool_cannot_sit_above_the_registration() -> None:
     agent = Agent(FunctionModel(Script([])))
     registered = pydantic_ai_tool(agent)(legacy_tools()["lookup"])
     assert registered.__shadow_tool__ == "lookup"  # one decorator registers the shadowed function: no order to get wrong
+
+
+def test_plain_decorator_under_pydantic_ai_leaves_run_context_out_and_counts_loops(
+        flags: InMemoryFlags, sql_log: str, tmp_path: Path) -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = len([m for m in messages if isinstance(m, ModelResponse)])
+        if step < 3:
+            return ModelResponse(parts=[ToolCallPart("pa_find", {"item_id": "42"}, tool_call_id=f"c{step}")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(model))
+
+    @agent.tool
+    @shadow.tool(flags=flags)
+    def pa_find(ctx: RunContext[None], item_id: str) -> str:
+        """Find an item."""
+        return "Error: not found"
+
+    flags.set("pa_find", "shadow")
+    asyncio.run(agent.run("go"))
+    assert loop_counts(sql_log, tmp_path, "pa_find") == (3, 2)
