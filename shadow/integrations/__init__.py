@@ -2,7 +2,8 @@
 
 ``fastmcp_tool(mcp)`` replaces ``@mcp.tool``, ``mcp_tool(server)`` MCPServer's ``@server.tool()``,
 ``langchain_tool`` LangChain's ``@tool``, ``openai_agents_tool`` the Agents SDK's ``@function_tool`` and
-``pydantic_ai_tool(agent)`` PydanticAI's ``@agent.tool``/``@agent.tool_plain``.
+``pydantic_ai_tool(agent)`` PydanticAI's ``@agent.tool``/``@agent.tool_plain``. ``instrument_mcp(server)`` lets
+plain ``@shadow.tool`` functions on an ``MCPServer`` see its MCP sessions.
 """
 
 from __future__ import annotations
@@ -13,19 +14,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from shadow.integrations._fastmcp import fastmcp_tool
     from shadow.integrations._langchain import langchain_tool
-    from shadow.integrations._mcp import mcp_tool
+    from shadow.integrations._mcp import instrument_mcp, mcp_tool
     from shadow.integrations._openai_agents import openai_agents_tool
     from shadow.integrations._pydantic_ai import pydantic_ai_tool
 
 _HOMES = {
     "fastmcp_tool": "shadow.integrations._fastmcp",
+    "instrument_mcp": "shadow.integrations._mcp",
     "langchain_tool": "shadow.integrations._langchain",
     "mcp_tool": "shadow.integrations._mcp",
     "openai_agents_tool": "shadow.integrations._openai_agents",
     "pydantic_ai_tool": "shadow.integrations._pydantic_ai",
 }
 
-__all__ = ["fastmcp_tool", "langchain_tool", "mcp_tool", "openai_agents_tool", "pydantic_ai_tool"]
+__all__ = ["fastmcp_tool", "instrument_mcp", "langchain_tool", "mcp_tool", "openai_agents_tool", "pydantic_ai_tool"]
 
 
 def __getattr__(name: str) -> Any:

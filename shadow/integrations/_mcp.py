@@ -23,8 +23,9 @@ async def _publish_request(ctx: Any, call_next: Callable[[Any], Awaitable[Any]])
         unbind_mcp_request(token)
 
 
-def instrument(server: Any) -> None:
-    """Let shadow read the MCP session of every request of ``server`` (done by ``mcp_tool``; idempotent)."""
+def instrument_mcp(server: Any) -> None:
+    """Let shadow read the MCP session of every request of ``server``: ``mcp_tool`` does it; call it yourself for
+    plain ``@server.tool()`` / ``@shadow.tool`` functions. Idempotent."""
     middleware = getattr(server, "middleware", None)
     if not isinstance(middleware, list):
         raise TypeError(f"mcp_tool(server) takes an mcp.server.MCPServer first, not {type(server).__name__}")
@@ -46,7 +47,7 @@ def mcp_tool(
     2026-07-28 on every request is its own connection). Put the ``shadow describe --tool`` paragraph in
     ``description=``.
     """
-    instrument(server)
+    instrument_mcp(server)
     shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:

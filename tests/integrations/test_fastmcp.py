@@ -151,3 +151,20 @@ def test_shadow_tool_above_mcp_tool_is_a_type_error_that_says_the_order() -> Non
         @server.tool
         def late(x: int) -> str:
             return str(x)
+
+
+def test_per_request_connections_are_not_sessions_unless_the_client_names_one_in_meta(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    server = fastmcp.FastMCP("modern")
+    fastmcp_tool(server, flags=flags)(legacy_tools()["lookup"])
+    flags.set("lookup", "shadow")
+
+    async def run() -> None:
+        async with fastmcp.Client(server) as client:  # protocol 2026-07-28: every request is its own connection
+            for meta in (None, None, {"shadow/session": "conv-A"}, {"shadow/session": "conv-A"}):
+                await client.call_tool("lookup", {"item_id": "0"}, meta=meta)
+
+    asyncio.run(run())
+    sessions = [r.session_id for r in calls(log)]
+    assert sessions[0] == sessions[1] and sessions[0].startswith("proc-")  # the process, not one session per call
+    assert sessions[2:] == ["conv-A", "conv-A"]
