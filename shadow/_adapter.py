@@ -29,7 +29,7 @@ from shadow.contract._schema import is_valid
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode, Variant
 from shadow.integrations import _context as frameworks
-from shadow.integrations._returns import widened_signature
+from shadow.integrations._returns import JsonPayload, widened_signature
 from shadow.typing import FlagSource
 
 log = get_logger("shadow.adapter")
@@ -217,7 +217,7 @@ class _Runner:
         if outcome is None:
             return None
         if self.deliver is None:
-            return outcome.payload
+            return JsonPayload(outcome.payload)  # str() is JSON: what a framework that stringifies shows the model
         try:
             return self.deliver(outcome.payload)
         except Exception as failure:

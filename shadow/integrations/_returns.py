@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import types
 import typing
 from collections.abc import Callable
@@ -37,6 +38,19 @@ class ContractError(TypedDict):
 
 
 ContractPayload = ContractOk | ContractError
+
+
+class JsonPayload(dict[str, Any]):
+    """The payload a cutover call returns: a plain ``dict`` whose ``str()`` is its JSON text.
+
+    Frameworks that show the model ``str(result)`` (the OpenAI Agents SDK) then show JSON, not a Python repr;
+    those that serialise a dict (MCP, LangChain, PydanticAI) see a dict.
+    """
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return json.dumps(self, ensure_ascii=False, separators=(",", ":"), default=str)
 _PRIMITIVES = (str, int, float, bool, bytes, type(None))
 _SEQUENCES = (list, tuple, set, frozenset)
 

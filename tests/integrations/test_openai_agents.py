@@ -124,3 +124,20 @@ def test_plain_decorator_under_the_agents_sdk_leaves_the_tool_context_out(
             asyncio.run(ag_find.on_invoke_tool(context, args))
     first, second = calls(log)
     assert first.args == second.args == {"item_id": "42"} and first.fingerprint == second.fingerprint
+
+
+def test_plain_decorator_under_function_tool_shows_the_model_json_in_cutover(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    @function_tool
+    @shadow.tool(flags=flags)
+    def ag_plain(item_id: str) -> str:
+        """Find an item."""
+        return "Error: not found"
+
+    flags.set("ag_plain", "cutover")
+    model = ScriptedModel([ModelStep(output=[function_call("ag_plain", {"item_id": "1"}, call_id="c1")]),
+                           ModelStep(output=[assistant_message("done")])])
+    asyncio.run(Runner.run(Agent(name="a", model=model, tools=[ag_plain]), "go"))
+    (seen,) = [i["output"] for i in model.calls[1].input if isinstance(i, dict) and i.get("type") ==
+               "function_call_output"]
+    assert json.loads(seen)["error"]["code"] == "not_found"
