@@ -139,6 +139,15 @@ class _Converter:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             return self._container(fields, depth)
+        dump = getattr(value, "model_dump", None)  # a pydantic model (tool arguments and results often are)
+        if callable(dump) and hasattr(type(value), "model_fields") and not isinstance(value, type):
+            try:
+                fields = dump()
+            except Exception:
+                return f"<{type(value).__name__}>"
+            if isinstance(fields, Mapping):
+                return self._container(fields, depth)
+            return self.convert(fields, depth + 1)  # a RootModel dumps its root
         return f"<{type(value).__name__}>"
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
+from shadow.integrations._returns import fastmcp_object_union, object_return
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -33,6 +34,10 @@ def fastmcp_tool(
 
         wraps_result: list[bool] = []
         wrapper = shadow.wrap(function, lambda payload: _result(payload, wraps_result))
+        typed = object_return(function)
+        if typed is not None and "output_schema" not in options:  # one object schema admitting both
+            wrapper.__signature__ = typed[0].replace(  # type: ignore[attr-defined]
+                return_annotation=fastmcp_object_union(typed[1]))
         tool = Tool.from_function(wrapper, name=name, **options)
         wraps_result.append(bool((tool.output_schema or {}).get("x-fastmcp-wrap-result")))
         mcp.add_tool(tool)

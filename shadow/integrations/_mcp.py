@@ -9,7 +9,7 @@ from typing import Any
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
 from shadow.integrations._context import bind_mcp_request, unbind_mcp_request
-from shadow.integrations._returns import widened_signature
+from shadow.integrations._returns import mcp_object_union, object_return, widened_signature
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -55,6 +55,10 @@ def mcp_tool(
         shape: dict[str, bool] = {}
         wrapper = shadow.wrap(function, lambda payload: _result(payload, shape))
         tool_name = name or function.__name__
+        typed = object_return(function)
+        if typed is not None:  # one object schema admitting both
+            wrapper.__signature__ = typed[0].replace(  # type: ignore[attr-defined]
+                return_annotation=mcp_object_union(typed[1], tool_name))
         server.add_tool(wrapper, name=tool_name, **options)
         try:
             metadata = server._tool_manager.get_tool(tool_name).fn_metadata

@@ -8,7 +8,7 @@ import json
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict  # pydantic (MCP output schemas) rejects typing.TypedDict on Python 3.11
 
@@ -99,9 +99,53 @@ def widened_signature(fn: Callable[..., Any], signature: inspect.Signature | Non
     return signature.replace(return_annotation=typing.Union[annotation, ContractOk, ContractError])  # noqa: UP007
 
 
-def is_object_return(annotation: Any) -> bool:
-    """A TypedDict, pydantic model or dataclass return: MCP advertises its fields as the output schema."""
-    if isinstance(annotation, type):
-        return typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation) or hasattr(
-            annotation, "model_json_schema")
-    return False
+def object_return(fn: Callable[..., Any]) -> tuple[inspect.Signature, Any] | None:
+    """The resolved signature and return type of ``fn`` when it returns a TypedDict, pydantic model or dataclass.
+
+    MCP advertises such a type's fields as the output schema, which a successful cutover payload does not match.
+    """
+    try:
+        signature = inspect.signature(fn, eval_str=True)
+    except Exception:
+        return None
+    annotation = signature.return_annotation
+    if isinstance(annotation, type) and (typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)
+                                         or hasattr(annotation, "model_json_schema")):
+        return signature, annotation
+    return None
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its local ``#/$defs/...`` references replaced by their definitions."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
+def fastmcp_object_union(legacy: Any) -> Any:
+    """For FastMCP: ``legacy | payload`` advertised as ONE object schema, so nothing is wrapped in ``{"result"}``."""
+    from pydantic import TypeAdapter, WithJsonSchema
+
+    legacy_schema = _inline(TypeAdapter(legacy).json_schema(mode="serialization"))
+    payload_schema = _inline(TypeAdapter(ContractPayload).json_schema(mode="serialization"))
+    schema = {"type": "object", "anyOf": [legacy_schema, *payload_schema["anyOf"]]}
+    return Annotated[typing.Union[legacy, ContractOk, ContractError], WithJsonSchema(schema, mode="serialization")]  # noqa: UP007
+
+
+def mcp_object_union(legacy: Any, name: str) -> Any:
+    """For MCPServer: a root model of ``legacy | payload`` with an object schema (MCPServer wraps other unions)."""
+    from pydantic import ConfigDict, RootModel
+
+    base = RootModel[typing.Union[legacy, ContractOk, ContractError]]  # noqa: UP007
+    return type(f"{name}Output", (base,), {"model_config": ConfigDict(json_schema_extra={"type": "object"}),
+                                           "__module__": __name__})

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 import shadow
 from shadow.calllog._records import CallRecord
 from shadow.testing import InMemoryStore
@@ -72,3 +74,22 @@ def legacy_tools() -> dict[str, Any]:
 #: (tool, arguments) pairs: a dict success, a str "Error: ..." and a str success, an async error and success.
 CALLS = [("get_task", {"task_id": "T-1"}), ("lookup", {"item_id": "0"}), ("lookup", {"item_id": "7", "limit": 2}),
          ("search", {"query": "busy"}), ("search", {"query": "cats", "kind": "high"})]
+
+
+class Item(BaseModel):
+    """An item, as a legacy tool returns it."""
+
+    id: str
+    title: str
+
+
+def model_tool() -> Any:
+    """A fresh legacy tool returning a pydantic model (an object output schema in MCP); "0" is not found."""
+
+    def get_item(item_id: str) -> Item:
+        """Fetch an item."""
+        if item_id == "0":
+            raise KeyError("no such item")
+        return Item(id=item_id, title="Ship")
+
+    return get_item

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from integration_support import CALLS, calls, legacy_tools, loop_counts
+from integration_support import CALLS, calls, legacy_tools, loop_counts, model_tool
 
 import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore
@@ -168,3 +168,27 @@ def test_per_request_connections_are_not_sessions_unless_the_client_names_one_in
     sessions = [r.session_id for r in calls(log)]
     assert sessions[0] == sessions[1] and sessions[0].startswith("proc-")  # the process, not one session per call
     assert sessions[2:] == ["conv-A", "conv-A"]
+
+
+def test_a_model_returning_tool_keeps_its_structured_content_in_shadow_and_validates_in_cutover(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    plain, shadowed = fastmcp.FastMCP("plain"), fastmcp.FastMCP("shadowed")
+    plain.tool(model_tool())
+    fastmcp_tool(shadowed, flags=flags)(model_tool())
+
+    async def run(server: Any) -> tuple[Any, list[Any]]:
+        async with fastmcp.Client(server) as client:
+            (tool,) = await client.list_tools()
+            return tool, [await client.call_tool("get_item", {"item_id": i}, raise_on_error=False) for i in ("7", "0")]
+
+    flags.set("get_item", "shadow")
+    (before, old), (after, new) = asyncio.run(run(plain)), asyncio.run(run(shadowed))
+    assert after.input_schema == before.input_schema
+    assert (new[0].content, new[0].structured_content) == (old[0].content, old[0].structured_content)
+    assert new[1].is_error and old[1].is_error
+    flags.set("get_item", "cutover")
+    _, (ok, error) = asyncio.run(run(shadowed))
+    assert not ok.is_error and ok.structured_content == {"ok": True, "data": {"id": "7", "title": "Ship"}}
+    jsonschema.validate(ok.structured_content, after.output_schema)
+    jsonschema.validate(old[0].structured_content, after.output_schema)
+    assert error.is_error and json.loads(error.content[0].text)["ok"] is False

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from integration_support import CALLS, calls, legacy_tools, loop_counts
+from integration_support import CALLS, calls, legacy_tools, loop_counts, model_tool
 
 import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore
@@ -154,3 +154,27 @@ def test_per_request_connections_are_not_sessions(flags: InMemoryFlags, log: InM
     asyncio.run(run())
     first, second = calls(log)
     assert first.session_id == second.session_id  # the process's session, not one session per call
+
+
+def test_a_model_returning_tool_keeps_its_structured_content_in_shadow_and_validates_in_cutover(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    plain, shadowed = mcp_server.MCPServer("plain"), mcp_server.MCPServer("shadowed")
+    plain.tool()(model_tool())
+    mcp_tool(shadowed, flags=flags)(model_tool())
+
+    async def run(server: Any) -> tuple[Any, list[Any]]:
+        async with Client(server) as client:
+            (tool,) = (await client.list_tools()).tools
+            return tool, [await client.call_tool("get_item", {"item_id": i}) for i in ("7", "0")]
+
+    flags.set("get_item", "shadow")
+    (before, old), (after, new) = asyncio.run(run(plain)), asyncio.run(run(shadowed))
+    assert after.input_schema == before.input_schema
+    assert (new[0].content, new[0].structured_content) == (old[0].content, old[0].structured_content)
+    assert (new[1].is_error, new[1].content) == (old[1].is_error, old[1].content)
+    flags.set("get_item", "cutover")
+    _, (ok, error) = asyncio.run(run(shadowed))
+    assert not ok.is_error and ok.structured_content == {"ok": True, "data": {"id": "7", "title": "Ship"}}
+    jsonschema.validate(ok.structured_content, after.output_schema)
+    jsonschema.validate(old[0].structured_content, after.output_schema)
+    assert error.is_error and json.loads(error.content[0].text)["ok"] is False

@@ -71,3 +71,24 @@ def test_a_dict_return_keeps_its_annotation_and_a_str_return_admits_the_payload(
     widened = inspect.signature(shadow.tool(as_str)).return_annotation
     assert str in widened.__args__ and len(widened.__args__) == 3
     assert inspect.signature(as_str, eval_str=True).return_annotation is str  # the user's function is untouched
+
+
+def test_a_pydantic_model_is_logged_and_fingerprinted_by_its_fields(flags: InMemoryFlags, log: InMemoryStore) -> None:
+    from integration_support import Item
+
+    from shadow._redact import to_jsonable
+
+    assert to_jsonable(Item(id="1", title="Ship")) == {"id": "1", "title": "Ship"}
+
+    @shadow.tool(flags=flags)
+    def save(item: Item) -> Item:
+        return item
+
+    flags.set("save", "shadow")
+    with shadow.session("task-1"):
+        save(Item(id="1", title="Ship"))
+        save(Item(id="2", title="Ship"))
+    first, second = calls(log)
+    assert first.args == {"item": {"id": "1", "title": "Ship"}}
+    assert first.legacy_payload == {"id": "1", "title": "Ship"}
+    assert first.fingerprint != second.fingerprint  # not one "<Item>" marker for every model
