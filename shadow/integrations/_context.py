@@ -201,11 +201,11 @@ def _langchain() -> str | None:
     config = module.var_child_runnable_config.get()
     if not config:
         return None
-    for part in ("configurable", "metadata"):
-        thread = (config.get(part) or {}).get("thread_id")
-        if thread:
-            return str(thread)
-    return None
+    configurable, metadata = config.get("configurable") or {}, config.get("metadata") or {}
+    # a LangGraph thread; RunnableWithMessageHistory's session_id; a conversation_id of the application's own
+    found = (configurable.get("thread_id") or metadata.get("thread_id") or configurable.get("session_id")
+             or configurable.get("conversation_id"))
+    return str(found) if found else None
 
 
 _SOURCES: Final = (_fastmcp, _mcp, _pydantic_ai, _agents, _langchain)

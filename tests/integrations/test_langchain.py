@@ -136,3 +136,19 @@ def test_an_open_shadow_session_wins_over_the_frameworks_conversation(
     lc_find.invoke(call)
     sessions = [r.session_id for r in calls(log)]
     assert sessions[:2] == ["thread-A", "mine"] and sessions[2].startswith("proc-")
+
+
+def test_a_message_history_session_id_is_the_session_and_ignore_passes_through(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    @langchain_tool(flags=flags, ignore=("request_id",))
+    def book(room: str, request_id: str) -> str:
+        """Book a room."""
+        return "Error: room is taken"
+
+    flags.set("book", "shadow")
+    for i in range(2):
+        book.invoke({"name": "book", "args": {"room": "R1", "request_id": f"r{i}"}, "id": f"c{i}", "type": "tool_call"},
+                    {"configurable": {"session_id": "chat-7"}})
+    first, second = calls(log)
+    assert first.session_id == second.session_id == "chat-7"
+    assert first.args == {"room": "R1"} and first.fingerprint == second.fingerprint
