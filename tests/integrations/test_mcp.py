@@ -178,3 +178,23 @@ def test_a_model_returning_tool_keeps_its_structured_content_in_shadow_and_valid
     jsonschema.validate(ok.structured_content, after.output_schema)
     jsonschema.validate(old[0].structured_content, after.output_schema)
     assert error.is_error and json.loads(error.content[0].text)["ok"] is False
+
+
+def test_instrument_mcp_gives_plain_decorated_tools_the_mcp_session(flags: InMemoryFlags, log: InMemoryStore) -> None:
+    from shadow.integrations import instrument_mcp
+
+    server = mcp_server.MCPServer("plain")
+    server.tool()(shadow.tool(flags=flags)(legacy_tools()["lookup"]))
+    instrument_mcp(server)
+    instrument_mcp(server)  # idempotent
+    flags.set("lookup", "shadow")
+
+    async def run() -> None:
+        for _ in range(2):
+            async with Client(server, mode="legacy") as client:
+                for _ in range(2):
+                    await client.call_tool("lookup", {"item_id": "0"})
+
+    asyncio.run(run())
+    sessions = [r.session_id for r in calls(log)]
+    assert sessions[0] == sessions[1] != sessions[2] == sessions[3] and sessions[0].startswith("mcp-")

@@ -124,3 +124,10 @@ def test_plain_decorator_under_pydantic_ai_leaves_run_context_out_and_counts_loo
     flags.set("pa_find", "shadow")
     asyncio.run(agent.run("go"))
     assert loop_counts(sql_log, tmp_path, "pa_find") == (3, 2)
+
+
+def test_shadow_tool_over_a_pydantic_ai_tool_object_is_a_type_error() -> None:
+    from pydantic_ai.tools import Tool
+
+    with pytest.raises(TypeError, match=r"PydanticAI's Tool.*below"):
+        shadow.tool(Tool(legacy_tools()["lookup"]))
