@@ -12,7 +12,11 @@ from typing import Any
 from shadow._clock import parse_time
 from shadow.analytics import _sql as sql
 from shadow.analytics import _stats as stats
+from shadow.analytics import _effects as effects
+from shadow.analytics._decisions import decide
 from shadow.analytics._defaults import DEFAULT_SEED
+from shadow.analytics._health import log_health
+from shadow.analytics._recommend import Policy
 from shadow.analytics._render import csv_rows, render_csv, render_table
 from shadow.analytics._report_types import (
     FOLLOW_UPS,
@@ -160,33 +164,6 @@ def _comparison(scope: str, shapes: Sequence[_Shape], opts: Mapping[str, int]) -
     return Comparison(scope, "none", dataclasses.replace(test, message=message))
 
 
-def _savings(variants: Sequence[ArmStats], data: DataRange) -> Savings:
-    by = {v.variant: v for v in variants}
-    tasks = data.sessions
-    legacy, structured = by.get("legacy"), by.get("structured")
-    wl = _ratio(legacy.unjustified_loops, legacy.errors) if legacy else None
-    ws = _ratio(structured.unjustified_loops, structured.errors) if structured else None
-    per_task = _ratio(data.errors, tasks)
-    latency = data.median_latency_us
-    if wl is None or ws is None or per_task is None:
-        message = "savings need errors in both arms (legacy and structured); cut over part of the traffic first"
-        saved = None
-    else:
-        saved = (wl - ws) * per_task
-        message = (f"{saved:.2f} round trips saved per task ({saved * 1000:.0f} per 1,000 tasks): "
-                   f"{per_task:.2f} errors per task, each wasting {wl:.3f} identical repeats on legacy "
-                   f"vs {ws:.3f} on structured")
-    return Savings(
-        tasks=tasks, calls_per_task=_ratio(data.calls, tasks), errors_per_task=per_task,
-        wasted_per_error_legacy=wl, wasted_per_error_structured=ws,
-        round_trips_saved_per_task=saved,
-        round_trips_saved_per_1000_tasks=saved * 1000 if saved is not None else None,
-        median_latency_us=latency,
-        seconds_saved_per_1000_tasks=saved * 1000 * latency / 1e6 if saved is not None and latency else None,
-        message=message,
-    )
-
-
 def _periods(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[PeriodStats]]:
     out: dict[str, list[PeriodStats]] = defaultdict(list)
     for r in rows:
@@ -211,9 +188,14 @@ def loop_rate_report(
     resamples: int = stats.DEFAULT_RESAMPLES,
     min_errors: int = stats.MIN_ERRORS_PER_ARM,
     min_sessions: int = stats.MIN_SESSIONS_PER_ARM,
+    policy: Policy | None = None,
+    bytes_per_token: float = effects.DEFAULT_BYTES_PER_TOKEN,
+    evidence: bool = True,
 ) -> LoopRateReport:
     """Build the loop-rate report from a synced warehouse. Times are UTC (naive or aware); ``until`` is exclusive.
 
+    ``policy`` holds the thresholds of the per-tool recommendations, ``bytes_per_token`` the token estimator of
+    the savings; ``evidence=False`` leaves out the example payloads and unmapped shapes.
     Raises ``UnknownToolError`` when ``tool`` has no calls in the warehouse, ``WarehouseError`` when it is empty.
     """
     if not warehouse.is_synced():
@@ -280,11 +262,21 @@ def loop_rate_report(
             comparison=_comparison(name, [s for s in shapes if s.tool == name], opts),
         ))
     changes = tuple(FlagChange(**r) for r in _records(con, "report_flag_changes", {"tool": tool}))
+    legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}
+    decided, sizes = decide(con, params, by_tool, legacy_clusters, changes, policy or Policy(), evidence=evidence)
+    split_tools = [t for t in decided if t.comparison.design == "randomised"]
+    split_errors = sum(t.errors for t in split_tools)
+    weighted = sum(sizes.get(t.tool, 0.0) * t.errors for t in split_tools)
+    comparison = _comparison("all tools", pooled, opts)
+    savings = effects.savings(comparison, tasks=data.sessions, calls=data.calls, errors_in_split_tools=split_errors,
+                              median_latency_us=data.median_latency_us,
+                              bytes_per_round_trip=weighted / split_errors if split_errors else None,
+                              bytes_per_token=bytes_per_token)
     return LoopRateReport(
         generated_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        filters=filters, data_range=data, variants=tuple(variants), by_tool=tuple(by_tool),
+        filters=filters, data_range=data, variants=tuple(variants), by_tool=tuple(decided),
         by_code=tuple(rows_for("code", {}, errs_vc)), by_day=tuple(rows_for("day", calls_vd, errs_vd)),
-        comparison=_comparison("all tools", pooled, opts), savings=_savings(variants, data),
+        comparison=comparison, savings=savings,
         flag_changes=changes,
         methods={
             "interval": "wilson 95%",
@@ -293,7 +285,14 @@ def loop_rate_report(
             "test": "cluster-robust Wald test of structured minus legacy loop rate, two-sided",
             "min_errors_per_arm": min_errors, "min_sessions_per_arm": min_sessions,
             "synced_at": warehouse.state().get("synced_at"),
+            "power": "two proportions, normal approximation, unpooled variances, times the design effect of the "
+                     "legacy arm's errors clustered in sessions",
+            "savings": f"randomised comparison only; tokens = bytes / {bytes_per_token:g}",
+            "follow_up_shifts": "structured minus legacy share, cluster-robust 95%, arms independent",
+            "recommendation": dataclasses.asdict(policy or Policy()),
         },
+        follow_up_shifts=effects.follow_up_shifts(_records(con, "report_follow_up_shifts", params)),
+        health=log_health(con),
     )
 
 

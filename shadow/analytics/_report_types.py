@@ -10,8 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from shadow.analytics import _stats as stats
+from shadow.analytics._evidence import Evidence
+from shadow.analytics._health import LogHealth
+from shadow.analytics._power import Power
+from shadow.analytics._recommend import FlagNow, Recommendation
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 VARIANTS: Final = ("legacy", "structured")
 FOLLOW_UPS: Final = ("repeat", "repair", "other_tool", "user_turn", "end", "nothing")
 Design = Literal["randomised", "observational", "none"]
@@ -102,11 +106,17 @@ class ToolReport:
     variants: tuple[ArmStats, ...]
     periods: tuple[PeriodStats, ...]
     comparison: Comparison
+    flag: FlagNow | None = None  # the flag as the audit log last set it
+    power: Power | None = None
+    recommendation: Recommendation | None = None
+    leaks: int | None = None  # errors whose structured payload holds traceback text or paths (scanned, capped)
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Savings:
-    """Round trips an error costs in wasted identical repeats, legacy vs structured, per task and per 1,000."""
+    """What the structured payload saves, from the randomised comparison: round trips, tool seconds and tokens per
+    task and per 1,000 tasks, with an interval; ``wasted_per_error_*`` are the randomised arms' loop rates."""
 
     tasks: int
     calls_per_task: float | None
@@ -118,6 +128,36 @@ class Savings:
     median_latency_us: float | None
     seconds_saved_per_1000_tasks: float | None
     message: str
+    design: str = "none"  # "randomised" when the figures come from the randomised comparison, else nothing claimed
+    round_trips_saved_ci_low: float | None = None  # 95% interval of round_trips_saved_per_1000_tasks
+    round_trips_saved_ci_high: float | None = None
+    tokens_per_round_trip: float | None = None  # (mean argument bytes + mean legacy error payload bytes) / bytes_per_token
+    bytes_per_token: float = 4.0
+    tokens_saved_per_1000_tasks: float | None = None
+    leaves_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpShift:
+    """Structured minus legacy share of errors followed by ``follow_up``, with a 95% interval (sessions as
+    clusters, the two arms' estimates taken as independent)."""
+
+    follow_up: str
+    legacy_share: float | None
+    structured_share: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    legacy_errors: int
+    structured_errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpShifts:
+    """Every follow-up's shift; ``design`` says whether it comes from the randomised split or all errors."""
+
+    design: str  # "randomised", "observational" or "none"
+    shifts: tuple[FollowUpShift, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +211,8 @@ class LoopRateReport:
     savings: Savings
     flag_changes: tuple[FlagChange, ...]
     methods: Mapping[str, Any] = field(default_factory=dict)
+    follow_up_shifts: FollowUpShifts | None = None
+    health: LogHealth | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready values (times as ISO 8601 UTC strings)."""
@@ -187,6 +229,8 @@ class LoopRateReport:
             "savings": _plain(self.savings),
             "flag_changes": [_plain(f) for f in self.flag_changes],
             "methods": dict(self.methods),
+            "follow_up_shifts": _plain(self.follow_up_shifts),
+            "health": _plain(self.health),
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -153,14 +153,48 @@ def test_savings_reproduce_the_worked_example(tmp_path: Path) -> None:
             seq += 1
             records.append(_call(sid, seq, ts, "search", f"q{seq}", "ok", variant))
     SqlStore(url).write(records)
+    with db.engine(url).begin() as conn:  # a 50% split from the start: the comparison is randomised
+        conn.execute(insert(tables.flag_audit), [_audit("create_task", T0 - dt.timedelta(hours=1), None,
+                                                        ("cutover", 50))])
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         wh.sync(url)
         savings = loop_rate_report(wh).savings
+        doubled = loop_rate_report(wh, bytes_per_token=8).savings
+    assert savings.design == "randomised"
     assert savings.calls_per_task == 40 and savings.errors_per_task == 6
     assert savings.round_trips_saved_per_task == pytest.approx(2.0)
     assert savings.round_trips_saved_per_1000_tasks == pytest.approx(2000.0)
+    low, high = savings.round_trips_saved_ci_low, savings.round_trips_saved_ci_high
+    assert low is not None and high is not None and low <= 2000 <= high  # every session alike: a zero-width interval
     assert savings.median_latency_us == 2000
     assert savings.seconds_saved_per_1000_tasks == pytest.approx(4.0)
+    assert savings.tokens_per_round_trip is not None and savings.tokens_per_round_trip > 0
+    assert savings.tokens_saved_per_1000_tasks == pytest.approx(2000 * savings.tokens_per_round_trip)
+    assert doubled.tokens_per_round_trip == pytest.approx(savings.tokens_per_round_trip / 2)
+    assert savings.leaves_out and "2,000 round trips saved per 1,000 tasks" in savings.message
+
+
+def test_savings_use_the_randomised_arms_not_whole_range_rates(synced: Warehouse) -> None:
+    """Pre-cutover legacy traffic loops at the same 50% as the legacy arm; the savings come from the split only."""
+    report = loop_rate_report(synced)
+    s, test = report.savings, report.comparison.test
+    assert s.design == "randomised"
+    assert (s.wasted_per_error_legacy, s.wasted_per_error_structured) == (test.rate_a, test.rate_b)
+    whole = {v.variant: v.loop_rate for v in report.variants}
+    assert s.wasted_per_error_legacy != whole["legacy"]  # the whole-range legacy rate mixes in the shadow days
+    assert test.difference is not None and s.errors_per_task is not None
+    assert s.round_trips_saved_per_task == pytest.approx(-test.difference * s.errors_per_task)
+
+
+def test_savings_claim_nothing_without_a_randomised_split(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/calls.db"
+    SqlStore(url).write([_call(f"s{i}", 1, T0, "create_task", "x", "error", "legacy" if i % 2 else "structured")
+                         for i in range(80)])
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(url)
+        s = loop_rate_report(wh).savings
+    assert s.round_trips_saved_per_1000_tasks is None and s.design != "randomised"
+    assert "randomised" in s.message
 
 
 def test_justified_retries_are_reported_apart_with_their_wait(tmp_path: Path) -> None:
@@ -184,14 +218,17 @@ def test_justified_retries_are_reported_apart_with_their_wait(tmp_path: Path) ->
 def test_json_has_the_documented_stable_shape(synced: Warehouse) -> None:
     data = json.loads(loop_rate_report(synced).to_json())
     assert set(data) == {"schema_version", "generated_at", "filters", "data_range", "variants", "by_tool",
-                         "by_code", "by_day", "comparison", "savings", "flag_changes", "methods"}
+                         "by_code", "by_day", "comparison", "savings", "flag_changes", "methods",
+                         "follow_up_shifts", "health"}
+    assert data["schema_version"] == 2
     arm = data["variants"][0]
     assert {"variant", "calls", "errors", "loops", "loop_rate", "ci_low", "ci_high", "bootstrap_ci_low",
             "bootstrap_ci_high", "cluster_ci_low", "cluster_ci_high", "mean_loop_length", "justified_retries",
             "follow_ups", "codes", "back_to_back_loops"} <= set(arm)
     assert [v["variant"] for v in data["variants"]] == ["legacy", "structured"]
     assert {"tool", "unmapped_share", "schema_invalid_share", "cutover_at", "variants", "periods",
-            "comparison"} <= set(data["by_tool"][0])
+            "comparison", "flag", "power", "recommendation", "leaks", "evidence"} <= set(data["by_tool"][0])
+    assert {"action", "reasons"} == set(data["by_tool"][0]["recommendation"])
     assert {"difference", "ci_low", "ci_high", "p_value", "verdict", "design"} <= set(data["comparison"])
     assert {"round_trips_saved_per_task", "round_trips_saved_per_1000_tasks", "median_latency_us"} <= set(
         data["savings"])

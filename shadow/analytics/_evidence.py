@@ -1,0 +1,141 @@
+"""Evidence per tool: what the model saw (legacy vs structured payload) per frequent code, and unmapped shapes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from shadow._redact import REDACTED, cap, find_leaks, scrub_text, to_jsonable
+
+#: The most frequent codes per tool that get examples, and how many examples each.
+MAX_CODES: Final = 3
+EXAMPLES_PER_CODE: Final = 3
+#: Bytes an example payload is capped to (canonical JSON), and characters of a shape.
+MAX_EXAMPLE_BYTES: Final = 600
+MAX_SHAPE_CHARS: Final = 160
+#: Unmapped shapes listed per tool, and the distinct unmapped payloads read per tool to build them.
+MAX_SHAPES: Final = 5
+MAX_UNMAPPED_READ: Final = 2000
+#: Distinct structured error payloads per tool scanned for leaks.
+MAX_LEAK_SCAN: Final = 5000
+
+# Order matters: the specific kinds first, so a URL is not taken apart into a path and numbers.
+_MASKS: Final = (
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
+    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+"), "<url>"),
+    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
+    (re.compile(r"(?<![\w<])(?:[A-Za-z]:)?(?:[/\\][\w.@+-]+){2,}[/\\]?"), "<path>"),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{12,}\b"), "<hex>"),
+    (re.compile(r"'[^'\n]{0,200}'|\\\"[^\"\n]{0,200}?\\\"|‘[^’\n]{0,200}’|“[^”\n]{0,200}”"), "<str>"),
+    (re.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?![\w>])"), "<n>"),
+    (re.compile(REDACTED.replace("[", r"\[").replace("]", r"\]")), "<secret>"),
+)
+_SPACE: Final = re.compile(r"\s+")
+
+
+def shape(text: str) -> str:
+    """``text`` with its variable parts masked (ids, URLs, emails, paths, long hex, quoted strings, numbers), so
+    errors that differ only in those group together. Credentials are scrubbed first; the result is capped.
+
+    NOTE: ``shadow rules suggest`` groups legacy errors by shape too; the two should share one function.
+    """
+    masked = scrub_text(text)
+    for pattern, label in _MASKS:
+        masked = pattern.sub(label, masked)
+    masked = _SPACE.sub(" ", masked).strip()
+    return masked if len(masked) <= MAX_SHAPE_CHARS else masked[: MAX_SHAPE_CHARS - 1] + "…"
+
+
+def safe_payload(raw: str | None, max_bytes: int = MAX_EXAMPLE_BYTES) -> Any:
+    """A stored payload (JSON text) redacted again (secret keys, credential-shaped text) and capped to
+    ``max_bytes``: fit to show in a report or a page."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return cap(to_jsonable(value, redact=True), max_bytes, max_string=200)
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One error call: what the legacy tool returned and what the structured payload would say (both redacted)."""
+
+    legacy: Any
+    structured: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CodeEvidence:
+    """One of a tool's most frequent codes, its error count and up to ``EXAMPLES_PER_CODE`` examples."""
+
+    code: str
+    errors: int
+    examples: tuple[Example, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnmappedShape:
+    """Unmapped errors whose legacy payload has one shape: the shape, their count and one redacted example."""
+
+    shape: str
+    errors: int
+    example: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A tool's evidence: example pairs per frequent code, and the most frequent unmapped shapes."""
+
+    codes: tuple[CodeEvidence, ...]
+    unmapped: tuple[UnmappedShape, ...]
+    unmapped_shapes: int  # how many shapes there are in all (``unmapped`` lists the most frequent)
+
+
+def _payload_text(raw: str | None) -> str:
+    if raw is None:
+        return "null"
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def unmapped_shapes(rows: Sequence[Mapping[str, Any]], limit: int = MAX_SHAPES) -> tuple[tuple[UnmappedShape, ...], int]:
+    """Group rows of (legacy_payload, errors) by ``shape`` of the payload's text; the ``limit`` most frequent."""
+    groups: dict[str, list[Any]] = {}
+    for r in rows:
+        key = shape(_payload_text(r["legacy_payload"]))
+        group = groups.setdefault(key, [0, r["legacy_payload"]])
+        group[0] += int(r["errors"])
+    ranked = sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return tuple(UnmappedShape(k, n, safe_payload(raw)) for k, (n, raw) in ranked[:limit]), len(groups)
+
+
+def code_evidence(rows: Sequence[Mapping[str, Any]]) -> tuple[CodeEvidence, ...]:
+    """Rows of ``report_evidence`` for one tool as evidence per code, most frequent first."""
+    out: dict[str, tuple[int, list[Example]]] = {}
+    for r in rows:
+        errors, examples = out.setdefault(str(r["code"]), (int(r["errors"]), []))
+        examples.append(Example(safe_payload(r["legacy_payload"]), safe_payload(r["new_payload"])))
+    return tuple(CodeEvidence(code, n, tuple(ex)) for code, (n, ex) in
+                 sorted(out.items(), key=lambda kv: (-kv[1][0], kv[0])))
+
+
+def count_leaks(rows: Sequence[Mapping[str, Any]]) -> int:
+    """Errors whose structured payload holds traceback text, a file path or ``site-packages``."""
+    total = 0
+    for r in rows:
+        raw = r["new_payload"]
+        try:
+            payload = json.loads(raw) if raw is not None else None
+        except ValueError:
+            payload = raw
+        if find_leaks(payload):
+            total += int(r["errors"])
+    return total

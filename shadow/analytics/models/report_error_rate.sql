@@ -1,0 +1,22 @@
+-- report_error_rate: each tool's recent errors per day (the last 7 days of the report's range), for the power's
+-- "how many days".
+--
+-- Reads:  calls.
+-- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
+-- Returns (tool, errors_per_day): errors in the window over its length in days (at least one hour).
+WITH filtered AS (
+    SELECT tool, ts, outcome
+    FROM calls
+    WHERE ($tool IS NULL OR tool = $tool)
+      AND ($since IS NULL OR ts >= $since)
+      AND ($until IS NULL OR ts < $until)
+),
+bounds AS (
+    SELECT max(ts) AS last_ts, greatest(min(ts), max(ts) - INTERVAL 7 DAY) AS window_start FROM filtered
+)
+SELECT f.tool,
+       count(*) FILTER (WHERE f.outcome = 'error' AND f.ts >= b.window_start)
+           / greatest(epoch(b.last_ts - b.window_start) / 86400.0, 1.0 / 24) AS errors_per_day
+FROM filtered AS f, bounds AS b
+GROUP BY f.tool, b.last_ts, b.window_start
+ORDER BY f.tool
