@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from collections.abc import Sequence
 from typing import Final
 
-from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, LoopRateReport, iso
+from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
+from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, LoopRateReport
 
 CSV_COLUMNS: Final = (
     "dimension", "key", "variant", "calls", "sessions", "errors", "loops", "loop_rate", "ci_low", "ci_high",
@@ -15,6 +17,15 @@ CSV_COLUMNS: Final = (
     "justified_retries", "justified_retries_waited", "unjustified_loops", "unmapped_errors",
     *(f"follow_{k}" for k in FOLLOW_UPS),
 )
+#: The width the default table fits (``--wide`` drops the limit and adds columns).
+WIDTH: Final = 100
+#: Characters of a key (a tool name, a code) shown in the narrow table.
+_KEY_CHARS: Final = 22
+SIMULATED_NOTE: Final = "SIMULATED TRAFFIC: {n:,} of these calls were made by shadow's simulated agents (shadow demo)."
+
+
+def _when(value: dt.datetime | None) -> str:
+    return "-" if value is None else f"{value:%Y-%m-%d %H:%M}"
 
 
 def _pct(value: float | None) -> str:
@@ -25,52 +36,72 @@ def _ci(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{low:.1%}-{high:.1%}"
 
 
-def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+def _table(header: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> list[str]:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=True)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    out = [line.rstrip(), "  ".join("-" * w for w in widths)]
-    out += ["  ".join(str(c).rjust(w) if i >= 2 else str(c).ljust(w) for i, (c, w) in
-                      enumerate(zip(row, widths, strict=True))).rstrip() for row in body]
+    out = [indent + line.rstrip(), indent + "  ".join("-" * w for w in widths)]
+    out += [indent + "  ".join(str(c).rjust(w) if i >= 2 else str(c).ljust(w) for i, (c, w) in
+                               enumerate(zip(row, widths, strict=True))).rstrip() for row in body]
     return out
 
 
-def _arm_cells(s: ArmStats) -> list[str]:
-    return [s.variant, str(s.calls), str(s.errors), str(s.loops), _pct(s.loop_rate), _ci(s.ci_low, s.ci_high),
-            _ci(s.cluster_ci_low, s.cluster_ci_high), str(s.back_to_back_loops),
-            "-" if s.mean_loop_length is None else f"{s.mean_loop_length:.2f}", str(s.justified_retries)]
+def _short(key: str, wide: bool) -> str:
+    return key if wide or len(key) <= _KEY_CHARS else key[: _KEY_CHARS - 1] + "…"
 
 
-def render_table(report: LoopRateReport, by: By = "tool") -> str:
-    """The report as text tables for a terminal."""
+def _arm_head(wide: bool) -> list[str]:
+    head = ["variant", "calls", "errors", "loops", "loop rate", "95% CI (sessions)"]
+    return head + ["95% CI (Wilson)", "back to back", "mean length", "justified retries"] if wide else head
+
+
+def _arm_cells(s: ArmStats, wide: bool) -> list[str]:
+    cells = [s.variant, f"{s.calls:,}", f"{s.errors:,}", f"{s.loops:,}", _pct(s.loop_rate),
+             _ci(s.cluster_ci_low, s.cluster_ci_high)]
+    if wide:
+        cells += [_ci(s.ci_low, s.ci_high), str(s.back_to_back_loops),
+                  "-" if s.mean_loop_length is None else f"{s.mean_loop_length:.2f}", str(s.justified_retries)]
+    return cells
+
+
+def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False, banner: bool = True) -> str:
+    """The report as text for a terminal: within ``WIDTH`` columns unless ``wide`` (more columns and detail).
+
+    ``banner=False`` leaves out the simulated-traffic line (a caller that printed it already).
+    """
+    width = 10_000 if wide else WIDTH
     d = report.data_range
-    lines = [
-        f"Loop rate: {d.calls} calls, {d.errors} errors, {d.sessions} sessions, "
-        f"{iso(d.first_call) or '-'} to {iso(d.last_call) or '-'}"
-        + (f", tool {report.filters.tool}" if report.filters.tool else ""),
-        "",
-    ]
-    arm_head = ["variant", "calls", "errors", "loops", "loop rate", "95% CI (Wilson)", "95% CI (sessions)",
-                "back to back", "mean length", "justified retries"]
-    lines += _table(arm_head, [_arm_cells(v) for v in report.variants])
+    lines: list[str] = []
+    if banner and d.simulated_calls:
+        lines += wrap(SIMULATED_NOTE.format(n=d.simulated_calls), width) + [""]
+    lines += wrap(f"Loop rate: {d.calls:,} calls, {d.errors:,} errors, {d.sessions:,} sessions, "
+                  f"{_when(d.first_call)} to {_when(d.last_call)} UTC"
+                  + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)
     lines.append("")
+    lines += decisions(report, width, wide=wide)
+    lines.append("Per arm, whole range (every error, the shadow phase and tools never cut over included):")
+    lines += _table(_arm_head(wide), [_arm_cells(v, wide) for v in report.variants], "  ")
+    lines.append("")
+    lines.append("What followed each error, whole range (counts):")
     fu_head = ["variant", *FOLLOW_UPS, "field repaired", "field unchanged"]
-    lines.append("Follow-up of each error:")
     lines += _table(fu_head, [[v.variant, *(str(v.follow_ups[k]) for k in FOLLOW_UPS),
                                str(v.field_repairs["changed"]), str(v.field_repairs["unchanged"])]
-                              for v in report.variants])
+                              for v in report.variants], "  ")
+    lines += shifts(report, width)
     lines.append("")
-    lines.append(f"By {by}:")
-    lines += _table([by, *arm_head], [[r.key, *_arm_cells(r.stats)] for r in report.rows(by)])
+    lines.append(f"By {by}, whole range:")
+    lines += _table([by, *_arm_head(wide)], [[_short(r.key, wide), *_arm_cells(r.stats, wide)]
+                                             for r in report.rows(by)], "  ")
     lines.append("")
-    lines.append(f"Comparison ({report.comparison.scope}, {report.comparison.design}): "
-                 f"{report.comparison.test.message}")
+    c = report.comparison
+    lines += wrap(f"Two-arm comparison, {c.design} ({c.scope}): {c.test.message}", width)
     for t in report.by_tool:
         if t.cutover_at is not None or t.comparison.design == "randomised":
-            lines.append(f"  {t.tool}: cutover {iso(t.cutover_at) or '-'}; {t.comparison.test.message}")
-    lines.append(f"Savings: {report.savings.message}")
-    if report.savings.seconds_saved_per_1000_tasks is not None:
-        lines.append(f"  at a median call latency of {report.savings.median_latency_us or 0:.0f} us: "
-                     f"{report.savings.seconds_saved_per_1000_tasks:.2f} s of tool time per 1,000 tasks")
+            lines += wrap(f"  {t.tool} ({t.comparison.design}, cutover {_when(t.cutover_at)} UTC): "
+                          f"{t.comparison.test.message}", width, indent="      ")
+    lines.append("")
+    lines += savings(report, width, wide=wide)
+    lines += health(report, width, wide=wide)
+    lines += definitions(width)
     return "\n".join(lines) + "\n"
 
 

@@ -213,7 +213,8 @@ def loop_rate_report(
             raise UnknownToolError(f"no calls of tool {tool!r} in the warehouse; known tools: {listed or 'none'}")
     data = DataRange(total["first_call"], total["last_call"], int(total["calls"]), int(total["errors"]),
                      int(total["sessions"]),
-                     float(total["median_latency_us"]) if total["median_latency_us"] is not None else None)
+                     float(total["median_latency_us"]) if total["median_latency_us"] is not None else None,
+                     int(total["simulated_calls"] or 0))
     opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
     call_rows = _records(con, "report_calls", params)
     err_rows = _records(con, "report_errors", params)

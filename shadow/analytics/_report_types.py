@@ -185,6 +185,7 @@ class DataRange:
     errors: int
     sessions: int
     median_latency_us: float | None
+    simulated_calls: int = 0  # calls with source 'simulated' (shadow demo): the output says so
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,8 @@ def demo(
                                           help="Simulated agent tasks (about 10 calls each).")] = 800,
     seed: Annotated[int, typer.Option("--seed", help="Seed: the same seed gives the same traffic and report.")] = 7,
     fmt: FormatOption = Format.table,
+    wide: Annotated[bool, typer.Option("--wide", help="Wider tables with every column, the example payloads and "
+                                       "every writing process (the default fits 100 columns).")] = False,
 ) -> None:
     """Simulate an agent fleet through a shadow phase and a 50% cutover, then report and draw the dashboard.
 
@@ -33,28 +35,39 @@ def demo(
     """
     need_extra("dashboard")
     from shadow.analytics._render import render_table
+    from shadow.demo._progress import LineProgress
     from shadow.demo._run import SIMULATED, run_demo
 
     err = sys.stderr
-    typer.echo(SIMULATED, err=True)
+    if fmt is Format.json:
+        typer.echo(SIMULATED, err=True)  # stdout carries the JSON, which says "simulated": true
+    else:
+        typer.echo(f"{SIMULATED}\n")  # once, on stdout: the table below leaves it out
+    lines = LineProgress(err)
     try:
-        with typer.progressbar(length=sessions, label="simulating agent tasks", file=err) as bar:
-            result = run_demo(directory, sessions=sessions, seed=seed, progress=bar.update)
+        if err.isatty():
+            with typer.progressbar(length=sessions, label="simulating agent tasks", file=err) as bar:
+                result = run_demo(directory, sessions=sessions, seed=seed, progress=bar.update, step=lines.step)
+        else:  # piped: a plain line every few seconds, so the run does not look hung
+            lines.count("simulating agent tasks", sessions)
+            result = run_demo(directory, sessions=sessions, seed=seed, progress=lines.update, step=lines.step)
     except (ValueError, OSError) as exc:
         fail(str(exc))
     except RuntimeError as exc:
         fail(str(exc), ExitCode.FAILED)
+    finally:
+        lines.close()
     if fmt is Format.json:
         typer.echo(json.dumps({"simulated": True, "notice": SIMULATED, **result.report.to_dict()}, indent=2))
     else:
-        typer.echo(f"{SIMULATED}\n")
-        typer.echo(render_table(result.report))
-        typer.echo("")
-    typer.echo(f"store:     {result.db_url}  ({result.fleet.calls} simulated calls, {result.fleet.sessions} sessions)",
-               err=fmt is Format.json)
-    typer.echo(f"warehouse: {result.warehouse}", err=fmt is Format.json)
+        typer.echo(render_table(result.report, wide=wide, banner=False))
+    to_err = fmt is Format.json
+    typer.echo(f"store:     {result.db_url}", err=to_err)
+    typer.echo(f"           {result.fleet.calls:,} simulated calls in {result.fleet.sessions:,} sessions", err=to_err)
+    typer.echo(f"warehouse: {result.warehouse}", err=to_err)
     if result.dashboard is not None:
-        typer.echo(f"dashboard: {result.dashboard}  (open it in a browser, or: shadow dashboard --serve "
-                   f"--db-url {result.db_url} --warehouse {result.warehouse})", err=fmt is Format.json)
-    typer.echo("Next: shadow report loop-rate --db-url " + result.db_url + " --warehouse " + str(result.warehouse),
-               err=fmt is Format.json)
+        typer.echo(f"dashboard: {result.dashboard}  (open it in a browser)", err=to_err)
+    where = f" \\\n    --db-url {result.db_url} \\\n    --warehouse {result.warehouse}"
+    typer.echo(f"Next: shadow report loop-rate{where}", err=to_err)
+    if result.dashboard is not None:
+        typer.echo(f"  or: shadow dashboard --serve{where}", err=to_err)

@@ -177,11 +177,26 @@ def loop_rate(
     fmt: ReportFormatOption = Format.table,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Report on the warehouse as it is.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the session bootstrap.")] = DEFAULT_SEED,
+    wide: Annotated[bool, typer.Option("--wide", help="Table: every column, the example payloads and every writing "
+                                       "process (the default fits 100 columns).")] = False,
+    detect: Annotated[float, typer.Option(
+        "--detect", min=0.01, max=0.99, help="Power: the relative drop of the loop rate to detect.")] = 0.30,
+    power: Annotated[float, typer.Option(
+        "--power", min=0.5, max=0.99, help="Power: the chance of detecting that drop.")] = 0.80,
+    max_unmapped_share: Annotated[float, typer.Option(
+        "--max-unmapped-share", min=0.0, max=1.0, help="Recommendation: the most unmapped errors (share) that pass."
+    )] = 0.05,
+    max_increase: Annotated[float, typer.Option(
+        "--max-increase", min=0.0, max=1.0, help="Recommendation: how much higher (loop-rate fraction, upper 95% "
+        "bound) the structured arm may be and still count as not worse.")] = 0.02,
+    bytes_per_token: Annotated[float, typer.Option(
+        "--bytes-per-token", min=0.1, help="Savings: the token estimator, bytes of JSON text per token.")] = 4.0,
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
     db_alias: DbAliasOption = None,
 ) -> None:
-    """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings.
+    """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings; and per tool a
+    recommendation (raise, hold, fix_rules, rollback, done), the power and evidence.
 
     Example: shadow report loop-rate --tool create_task --since 2025-03-01 --format json
     """
@@ -191,12 +206,16 @@ def loop_rate(
     where = stores(db_url, db_alias, warehouse)
     open_for_reading(where, no_sync=no_sync)
     from shadow.analytics import _render as report_render
+    from shadow.analytics._recommend import Policy
     from shadow.analytics._report import loop_rate_report
     from shadow.analytics._warehouse import Warehouse, WarehouseError
 
     try:
+        policy = Policy(max_unmapped_share=max_unmapped_share, relative_reduction=detect, power=power,
+                        max_increase=max_increase)
         with Warehouse.open(where.warehouse, read_only=True) as wh:
-            result = loop_rate_report(wh, tool=tool, since=start, until=end, seed=seed)
+            result = loop_rate_report(wh, tool=tool, since=start, until=end, seed=seed, policy=policy,
+                                      bytes_per_token=bytes_per_token)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
     if fmt is Format.json:
@@ -204,4 +223,4 @@ def loop_rate(
     elif fmt is Format.csv:
         typer.echo(report_render.render_csv(result, by.value), nl=False)
     else:
-        typer.echo(report_render.render_table(result, by.value), nl=False)
+        typer.echo(report_render.render_table(result, by.value, wide=wide), nl=False)

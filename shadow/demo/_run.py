@@ -48,9 +48,13 @@ def _fresh(directory: Path) -> None:
 
 def run_demo(
     directory: Path, *, sessions: int = 800, seed: int = 7, dashboard: bool = True,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None, step: Callable[[str], None] | None = None,
 ) -> DemoResult:
-    """Run the whole loop on the embedded default in ``directory``; reproducible for a given ``seed``."""
+    """Run the whole loop on the embedded default in ``directory``; reproducible for a given ``seed``.
+
+    ``progress(n)`` is called as simulated tasks finish; ``step(label)`` as each later step starts.
+    """
+    say = step or (lambda label: None)
     if sessions < 1:
         raise ValueError(f"--sessions must be at least 1, not {sessions}")
     directory = directory.resolve()
@@ -62,16 +66,20 @@ def run_demo(
     try:
         migrate.ensure(url)
         fleet = run_fleet(url, sessions=sessions, seed=seed, progress=progress)
+        say("writing the last records to the call log")
         if not get_writer().flush(120):
             raise RuntimeError("the call log writer did not finish in 120 s; the demo's numbers would be partial")
         warehouse = Warehouse.open(warehouse_path)
         try:
+            say("syncing the DuckDB warehouse")
             synced = warehouse.sync(url, rebuild=True)
+            say("building the loop-rate report")
             report = loop_rate_report(warehouse, seed=seed)
             out: Path | None = None
             if dashboard:
                 from shadow.dashboard._page import write_dashboard
 
+                say("writing the dashboard")
                 out = write_dashboard(warehouse, directory / DASHBOARD_FILE, subtitle=SIMULATED)
         finally:
             warehouse.close()
