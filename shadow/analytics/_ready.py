@@ -241,7 +241,7 @@ def count_checks(
               f"<= {limits.max_unmapped_share:g}",
               f"{n_unmapped} of {n_errors} errors ({share:.1%}) are unmapped: they matched no rule and became "
               "internal_error; "
-              f"add rules for them (start from `shadow inventory`) until at most {limits.max_unmapped_share:.0%}"),
+              f"add rules for them (start from shadow inventory) until at most {limits.max_unmapped_share:.0%}"),
         Check("schema_invalid", n_invalid <= limits.max_schema_invalid, n_invalid, f"<= {limits.max_schema_invalid}",
               f"{n_invalid} structured payloads failed the schema; fix the rules' messages and contexts "
               "(check them with shadow.validate)"),

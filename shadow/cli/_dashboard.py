@@ -36,6 +36,8 @@ def dashboard(
         "(0: never).")] = 60.0,
     fmt: FormatOption = Format.text,
     db_alias: DbAliasOption = None,
+    private: Annotated[bool, typer.Option("--private", help="Write the file readable by you only (0600); "
+                                          "by default it is an ordinary file (0644 under umask 022).")] = False,
 ) -> None:
     """Write the cutover dashboard: one self-contained HTML file that works offline (no request leaves the page).
 
@@ -60,7 +62,7 @@ def dashboard(
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
     try:
-        written = dash.write_page(page, out)
+        written = dash.write_page(page, out, private=private)
     except dash.OutputError as exc:
         fail(str(exc), ExitCode.USAGE)
     except OSError as exc:

@@ -1,109 +1,45 @@
 """The dashboard's charts: one function per chart, aggregates in, a plotly Figure out; no I/O.
 
-Plotly renders titles, tick labels, legend names, hover text and annotations as a small subset of HTML, so every
-string that came from the log (tool names, codes, variants, actors, reasons) passes through ``text()`` first.
+This module holds the loop rate over time, before vs after, the code mix and readiness, and re-exports the rest
+(``_charts_more``) and the shared kit (``_chart_kit``), so ``_charts.<chart>`` names every chart.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
 
 import plotly.graph_objects as go
 
 from shadow.analytics._ready import Thresholds
-from shadow.analytics._report import ArmStats, FlagChange, Savings, ToolReport
+from shadow.analytics._report import FlagChange, ToolReport
 from shadow.contract._codes import CODE_TABLE
-from shadow.dashboard._data import (
-    NO_CODE,
-    OTHER_CODES,
-    Bucket,
-    CodeCount,
-    LoopSeries,
-    SessionEvent,
-    ToolReadiness,
+from shadow.dashboard._chart_kit import (
+    ARM_COLOURS,
+    CODE_COLOURS,
+    FOLLOW_UP_COLOURS,
+    FOLLOW_UP_LABELS,
+    FONT,
+    OTHER_COLOURS,
+    PERIOD_NAMES,
+    PERIOD_STYLE,
+    UNIT_FORMAT,
+    arm_colour,
+    empty,
+    figure,
+    ordered_arms,
+    pct,
+    rgba,
+    text,
 )
+from shadow.dashboard._charts_more import follow_up_mix, follow_up_shifts, savings, session_timeline
+from shadow.dashboard._data import NO_CODE, OTHER_CODES, Bucket, CodeCount, LoopSeries, ToolReadiness
 
-ARM_COLOURS: Final = {"legacy": "#c8553d", "structured": "#2a6f97"}
-OTHER_COLOURS: Final = ("#7b6d8d", "#8a9a5b", "#b08d57", "#5b7b7a")
-CODE_COLOURS: Final = (
-    "#2a6f97", "#61a5c2", "#a9d6e5", "#468faf", "#c8553d", "#f28f3b", "#ffd5c2", "#588b8b", "#93b7be",
-    "#6a4c93", "#b5838d", "#e5989b", "#8a9a5b", "#d4a373", "#9c6644", "#495057",
-)
-FOLLOW_UP_LABELS: Final = {
-    "repeat": "identical repeat (a loop)",
-    "repair": "repair (same tool, changed arguments)",
-    "other_tool": "another tool",
-    "user_turn": "handed over to the user",
-    "end": "ended the task",
-    "nothing": "nothing after it",
-}
-FOLLOW_UP_COLOURS: Final = {
-    "repeat": "#c8553d", "repair": "#2a6f97", "other_tool": "#93b7be", "user_turn": "#f2c14e", "end": "#8a9a5b",
-    "nothing": "#ced4da",
-}
-FONT: Final = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-_UNIT_FORMAT: Final = {"hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d", "month": "%Y-%m"}
-_PERIOD_NAMES: Final = {
-    ("before", "legacy"): "before cutover (legacy)",
-    ("after", "legacy"): "after cutover, legacy arm",
-    ("after", "structured"): "after cutover, structured arm",
-    ("none", "legacy"): "no cutover in the flag history, legacy arm",
-    ("none", "structured"): "no cutover in the flag history, structured arm",
-}
-_PERIOD_STYLE: Final = {
-    ("before", "legacy"): ("#9c9c9c", "circle-open"),
-    ("after", "legacy"): (ARM_COLOURS["legacy"], "circle"),
-    ("after", "structured"): (ARM_COLOURS["structured"], "diamond"),
-    ("none", "legacy"): (ARM_COLOURS["legacy"], "square-open"),
-    ("none", "structured"): (ARM_COLOURS["structured"], "square-open"),
-}
-
-
-def text(value: object) -> str:
-    """``value`` as plotly text that shows literally: ``<``, ``>`` and ``&`` escaped (plotly decodes them back)."""
-    return html.escape(str(value), quote=False)
-
-
-def arm_colour(variant: str, index: int = 0) -> str:
-    """The colour of an arm: fixed for legacy and structured, from a small palette for anything else."""
-    return ARM_COLOURS.get(variant, OTHER_COLOURS[index % len(OTHER_COLOURS)])
-
-
-def _rgba(colour: str, alpha: float) -> str:
-    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha})"
-
-
-def _pct(value: float | None, digits: int = 1) -> str:
-    return "–" if value is None else f"{value:.{digits}%}"
-
-
-def _figure(height: int, **layout: Any) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        template="plotly_white", height=height, font={"family": FONT, "size": 13, "color": "#212529"},
-        margin={"l": 10, "r": 20, "t": 10, "b": 10}, hoverlabel={"align": "left"},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
-        **layout,
-    )
-    return fig
-
-
-def _empty(fig: go.Figure, message: str) -> go.Figure:
-    fig.add_annotation(text=text(message), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
-                       font={"size": 14, "color": "#6c757d"})
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return fig
-
-
-def _ordered_arms(variants: Sequence[str]) -> list[str]:
-    known = [v for v in ("legacy", "structured") if v in variants]
-    return known + sorted(v for v in set(variants) if v not in known)
-
+__all__ = [
+    "ARM_COLOURS", "CODE_COLOURS", "FOLLOW_UP_COLOURS", "FOLLOW_UP_LABELS", "FONT", "OTHER_COLOURS", "arm_colour",
+    "before_after", "code_mix", "follow_up_mix", "follow_up_shifts", "loop_rate_over_time", "readiness", "savings",
+    "session_timeline", "text", "tool_label",
+]
 
 # --- loop rate over time ----------------------------------------------------------------------------------------
 
@@ -124,11 +60,11 @@ def _percent(mode: str | None, percent: int | None) -> str:
 def loop_rate_over_time(series: LoopSeries, changes: Sequence[FlagChange], *, max_listed: int = 6) -> go.Figure:
     """Loop rate per arm and time bucket with Wilson 95% bands; flag changes marked as vertical lines
     (solid: a cutover, dotted: any other change), their details in the hover of the markers on top."""
-    fig = _figure(420, hovermode="closest")
+    fig = figure(420, hovermode="closest")
     points = [b for b in series.buckets if b.loop_rate is not None]
     if not points:
-        return _empty(fig, "No errors in this range yet: the loop rate needs errors.")
-    arms = _ordered_arms([b.variant for b in points])
+        return empty(fig, "No errors in this range yet: the loop rate needs errors.")
+    arms = ordered_arms([b.variant for b in points])
     for i, arm in enumerate(arms):
         mine = sorted((b for b in points if b.variant == arm), key=lambda b: b.start)
         colour, name = arm_colour(arm, i), text(arm)
@@ -136,12 +72,12 @@ def loop_rate_over_time(series: LoopSeries, changes: Sequence[FlagChange], *, ma
         fig.add_trace(go.Scatter(x=xs, y=[b.ci_high for b in mine], mode="lines", line={"width": 0},
                                  legendgroup=name, showlegend=False, hoverinfo="skip", name=f"{name} 95% high"))
         fig.add_trace(go.Scatter(x=xs, y=[b.ci_low for b in mine], mode="lines", line={"width": 0}, fill="tonexty",
-                                 fillcolor=_rgba(colour, 0.18), legendgroup=name, hoverinfo="skip",
+                                 fillcolor=rgba(colour, 0.18), legendgroup=name, hoverinfo="skip",
                                  name=f"{name}: 95% interval (Wilson)"))
         fig.add_trace(go.Scatter(
             x=xs, y=[b.loop_rate for b in mine], mode="lines+markers", name=f"{name} arm", legendgroup=name,
             line={"color": colour, "width": 2.5}, marker={"size": 6},
-            customdata=[[_bucket_label(series, b), b.loops, b.errors, _pct(b.ci_low), _pct(b.ci_high)]
+            customdata=[[_bucket_label(series, b), b.loops, b.errors, pct(b.ci_low), pct(b.ci_high)]
                         for b in mine],
             hovertemplate=("%{customdata[0]}<br>loop rate %{y:.1%} (95% %{customdata[3]} to %{customdata[4]})"
                            f"<br>%{{customdata[1]}} loops after %{{customdata[2]}} errors<extra>{name}</extra>"),
@@ -187,7 +123,7 @@ def _unit_span(series: LoopSeries) -> dt.timedelta:
 
 
 def _bucket_label(series: LoopSeries, bucket: Bucket) -> str:
-    return bucket.start.strftime(_UNIT_FORMAT[series.unit]) + " UTC"
+    return bucket.start.strftime(UNIT_FORMAT[series.unit]) + " UTC"
 
 
 # --- per tool, before vs after ------------------------------------------------------------------------------------
@@ -223,34 +159,34 @@ def before_after(tools: Sequence[ToolReport], readiness: Mapping[str, ToolReadin
     """Per tool: the loop rate before its cutover, and after it in each arm, with Wilson 95% intervals; under each
     tool's name the two-arm test (difference in points, its interval, p-value); tools not ready marked."""
     ready = readiness or {}
-    fig = _figure(170 + 78 * max(1, len(tools)), scattermode="group", scattergap=0.45)
+    fig = figure(170 + 78 * max(1, len(tools)), scattermode="group", scattergap=0.45)
     if not tools:
-        return _empty(fig, "No tool calls in this range.")
+        return empty(fig, "No tool calls in this range.")
     labels = {t.tool: f"{tool_label(t.tool, ready[t.tool].ready if t.tool in ready else None)}"
                       f"<br><span style='font-size:11px;color:#6c757d'>{text(_verdict(t))}</span>"
               for t in tools}
     series: dict[tuple[str, str], list[tuple[str, int, int, float, float, float]]] = {}
     for t in tools:
         for key, errors, loops, rate, low, high in _rows_of(t):
-            if rate is None or low is None or high is None or key not in _PERIOD_NAMES:
+            if rate is None or low is None or high is None or key not in PERIOD_NAMES:
                 continue
             series.setdefault(key, []).append((labels[t.tool], errors, loops, rate, low, high))
-    for key in reversed(_PERIOD_NAMES):  # grouped markers stack upwards: "before" ends up on top
+    for key in reversed(PERIOD_NAMES):  # grouped markers stack upwards: "before" ends up on top
         rows = series.get(key)
         if not rows:
             continue
-        colour, symbol = _PERIOD_STYLE[key]
+        colour, symbol = PERIOD_STYLE[key]
         fig.add_trace(go.Scatter(
             y=[r[0] for r in rows], x=[r[3] for r in rows], orientation="h", mode="markers",
-            name=_PERIOD_NAMES[key], marker={"color": colour, "symbol": symbol, "size": 10, "line": {"width": 2}},
+            name=PERIOD_NAMES[key], marker={"color": colour, "symbol": symbol, "size": 10, "line": {"width": 2}},
             error_x={"type": "data", "symmetric": False, "array": [r[5] - r[3] for r in rows],
                      "arrayminus": [r[3] - r[4] for r in rows], "color": colour, "thickness": 1.5, "width": 4},
-            customdata=[[r[2], r[1], _pct(r[4]), _pct(r[5])] for r in rows],
-            hovertemplate=(f"{_PERIOD_NAMES[key]}<br>loop rate %{{x:.1%}} (95% %{{customdata[2]}} to "
+            customdata=[[r[2], r[1], pct(r[4]), pct(r[5])] for r in rows],
+            hovertemplate=(f"{PERIOD_NAMES[key]}<br>loop rate %{{x:.1%}} (95% %{{customdata[2]}} to "
                            "%{customdata[3]})<br>%{customdata[0]} loops after %{customdata[1]} errors<extra></extra>"),
         ))
     if not fig.data:
-        return _empty(fig, "No errors in this range yet: the loop rate needs errors.")
+        return empty(fig, "No errors in this range yet: the loop rate needs errors.")
     fig.update_yaxes(categoryorder="array", categoryarray=[labels[t.tool] for t in reversed(tools)],
                      automargin=True)
     highest = max(r[5] for rows in series.values() for r in rows)
@@ -273,9 +209,9 @@ def code_mix(counts: Sequence[CodeCount], tools: Sequence[str],
     """Errors per tool, stacked by the code the structured payload gives (both arms); the errors no rule mapped
     (they became internal_error) are their own hatched segment."""
     ready = readiness or {}
-    fig = _figure(200 + 40 * max(1, len(tools)), barmode="stack")
+    fig = figure(200 + 40 * max(1, len(tools)), barmode="stack")
     if not any(c.errors for c in counts):
-        return _empty(fig, "No errors in this range yet.")
+        return empty(fig, "No errors in this range yet.")
     labels = {t: tool_label(t, ready[t].ready if t in ready else None) for t in tools}
     order = _code_order({c.code for c in counts})
     colours = {code: CODE_COLOURS[i % len(CODE_COLOURS)] for i, code in enumerate(order)}
@@ -303,133 +239,33 @@ def code_mix(counts: Sequence[CodeCount], tools: Sequence[str],
 
 def readiness(rows: Sequence[ToolReadiness], thresholds: Thresholds) -> go.Figure:
     """Cutover readiness per tool: the share of errors no rule mapped, and of calls whose payload failed the
-    schema; the gate's limit on the unmapped share drawn as a dashed line, tools not ready marked."""
-    fig = _figure(150 + 60 * max(1, len(rows)), barmode="group")
+    schema; the gate's limit on the unmapped share drawn as a dashed line, tools not ready marked. The figures
+    are written under each tool's name, not on the bars, so no label can sit on the gate's line."""
+    fig = figure(150 + 66 * max(1, len(rows)), barmode="group")
     if not rows:
-        return _empty(fig, "No tool calls in this range.")
-    labels = [tool_label(r.tool, r.ready) for r in rows]
+        return empty(fig, "No tool calls in this range.")
+    labels = [f"{tool_label(r.tool, r.ready)}<br><span style='font-size:11px;color:#6c757d'>unmapped "
+              f"{pct(r.unmapped_share)} · schema-invalid {pct(r.schema_invalid_share)}</span>" for r in rows]
     hover = ["<br>".join(text(reason) for reason in r.reasons) or "passes the count checks" for r in rows]
     fig.add_trace(go.Bar(
         y=labels, x=[r.unmapped_share or 0.0 for r in rows], orientation="h", name="unmapped, share of errors",
-        marker={"color": "#c8553d"}, text=[_pct(r.unmapped_share) for r in rows], textposition="outside",
+        marker={"color": "#c8553d"},
         customdata=[[r.unmapped_errors, r.errors, h] for r, h in zip(rows, hover, strict=True)],
         hovertemplate="%{customdata[0]} of %{customdata[1]} errors unmapped<br>%{customdata[2]}<extra></extra>",
     ))
     fig.add_trace(go.Bar(
         y=labels, x=[r.schema_invalid_share or 0.0 for r in rows], orientation="h",
         name="schema-invalid, share of calls", marker={"color": "#6a4c93"},
-        text=[_pct(r.schema_invalid_share) for r in rows], textposition="outside",
         customdata=[[r.schema_invalid_calls, r.calls, h] for r, h in zip(rows, hover, strict=True)],
         hovertemplate=("%{customdata[0]} of %{customdata[1]} payloads failed the schema<br>%{customdata[2]}"
                        "<extra></extra>"),
     ))
     limit = thresholds.max_unmapped_share
     highest = max([limit, *(r.unmapped_share or 0.0 for r in rows), *(r.schema_invalid_share or 0.0 for r in rows)])
-    fig.add_vline(x=limit, line={"color": "#b00020", "dash": "dash", "width": 1.5},
-                  annotation={"text": f"gate: at most {limit:.0%} unmapped", "font": {"color": "#b00020"}},
-                  annotation_position="bottom right")
-    fig.update_xaxes(title_text="share", tickformat=".0%", range=[0, min(1.05, highest * 1.3 + 0.02)])
+    fig.add_vline(x=limit, line={"color": "#b00020", "dash": "dash", "width": 1.5})
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",  # the line's legend entry
+                             line={"color": "#b00020", "dash": "dash", "width": 1.5},
+                             name=f"gate: at most {limit:.0%} unmapped"))
+    fig.update_xaxes(title_text="share", tickformat=".0%", range=[0, min(1.05, highest * 1.15 + 0.02)])
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), automargin=True)
-    return fig
-
-
-# --- follow-ups, savings ------------------------------------------------------------------------------------------
-
-
-def follow_up_mix(variants: Sequence[ArmStats]) -> go.Figure:
-    """What came right after each error, per arm, as shares of that arm's errors."""
-    arms = [v for v in variants if v.errors]
-    fig = _figure(200 + 60 * max(1, len(arms)), barmode="stack")
-    if not arms:
-        return _empty(fig, "No errors in this range yet.")
-    order = {name: i for i, name in enumerate(_ordered_arms([v.variant for v in arms]))}
-    arms.sort(key=lambda v: order[v.variant])
-    labels = [f"{text(v.variant)} arm" for v in arms]
-    for kind, label in FOLLOW_UP_LABELS.items():
-        counts = [int(v.follow_ups.get(kind, 0)) for v in arms]
-        if not any(counts):
-            continue
-        shares = [c / v.errors for c, v in zip(counts, arms, strict=True)]
-        fig.add_trace(go.Bar(
-            y=labels, x=shares, orientation="h", name=label, marker={"color": FOLLOW_UP_COLOURS[kind]},
-            text=[f"{s:.0%}" if s >= 0.06 else "" for s in shares], textposition="inside", insidetextanchor="middle",
-            customdata=[[c, v.errors] for c, v in zip(counts, arms, strict=True)],
-            hovertemplate=f"{label}: %{{x:.1%}} (%{{customdata[0]}} of %{{customdata[1]}} errors)<extra></extra>",
-        ))
-    fig.update_xaxes(title_text="share of the arm's errors", tickformat=".0%", range=[0, 1])
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), automargin=True)
-    return fig
-
-
-def savings(s: Savings) -> go.Figure:
-    """Identical repeats per 1,000 tasks on each arm (errors per task times repeats wasted per error); the gap is
-    the round trips the structured payload saves, with the tool time it saves at the median call latency."""
-    fig = _figure(340)
-    if s.errors_per_task is None or s.wasted_per_error_legacy is None or s.wasted_per_error_structured is None:
-        return _empty(fig, s.message)
-    per_k = [s.wasted_per_error_legacy * s.errors_per_task * 1000, s.wasted_per_error_structured * s.errors_per_task
-             * 1000]
-    fig.add_trace(go.Bar(
-        x=["legacy", "structured"], y=per_k, marker={"color": [ARM_COLOURS["legacy"], ARM_COLOURS["structured"]]},
-        text=[f"{v:,.0f}" for v in per_k], textposition="outside", name="identical repeats per 1,000 tasks",
-        hovertemplate="%{x}: %{y:,.0f} wasted identical repeats per 1,000 tasks<extra></extra>",
-    ))
-    saved = s.round_trips_saved_per_1000_tasks or 0.0
-    if s.seconds_saved_per_1000_tasks is not None:
-        time_text = f"≈ {_duration(s.seconds_saved_per_1000_tasks)} of tool time"
-    else:
-        time_text = "tool time not measured (median latency unknown or 0)"
-    fig.add_annotation(text=f"<b>{saved:,.0f} round trips saved per 1,000 tasks</b><br>{time_text}",
-                       x=0.98, y=0.98, xref="paper", yref="paper", xanchor="right", yanchor="top", showarrow=False,
-                       align="right", bgcolor="rgba(255,255,255,0.85)")
-    fig.update_yaxes(title_text="identical repeats per 1,000 tasks", rangemode="tozero",
-                     range=[0, max(per_k) * 1.35 + 1])
-    fig.update_layout(showlegend=False)
-    return fig
-
-
-def _duration(seconds: float) -> str:
-    if abs(seconds) < 120:
-        return f"{seconds:,.1f} s"
-    if abs(seconds) < 7200:
-        return f"{seconds / 60:,.1f} min"
-    return f"{seconds / 3600:,.1f} h"
-
-
-# --- one session (for the notebook) -------------------------------------------------------------------------------
-
-
-def session_timeline(events: Sequence[SessionEvent]) -> go.Figure:
-    """One session call by call: each call a marker on its tool's row (errors red), identical repeats ringed,
-    hand-overs to the user and the end as dotted lines."""
-    calls = [(i, e) for i, e in enumerate(events) if e.kind == "call"]
-    tools = list(dict.fromkeys(text(e.tool) for _, e in calls))
-    fig = _figure(140 + 36 * max(1, len(tools)))
-    if not calls:
-        return _empty(fig, "This session has no calls.")
-    groups = (("ok", "call that succeeded", "#2a9d8f", "circle"), ("error", "error", "#c8553d", "x"))
-    for outcome, name, colour, symbol in groups:
-        mine = [(i, e) for i, e in calls if (e.outcome == "error") == (outcome == "error")]
-        if mine:
-            fig.add_trace(go.Scatter(
-                x=[i + 1 for i, _ in mine], y=[text(e.tool) for _, e in mine], mode="markers", name=name,
-                marker={"color": colour, "symbol": symbol, "size": 12},
-                customdata=[[e.seq, text(e.variant or ""), text(e.code or "–"), text(e.next_action or "–"),
-                             text(e.follow_up or "–")] for _, e in mine],
-                hovertemplate=("seq %{customdata[0]} · %{customdata[1]}<br>code %{customdata[2]}, next_action "
-                               "%{customdata[3]}<br>then: %{customdata[4]}<extra></extra>"),
-            ))
-    repeats = [(i, e) for i, e in calls if e.repeats_previous]
-    if repeats:
-        fig.add_trace(go.Scatter(
-            x=[i + 1 for i, _ in repeats], y=[text(e.tool) for _, e in repeats], mode="markers",
-            name="identical repeat of the call before", hoverinfo="skip",
-            marker={"color": "rgba(0,0,0,0)", "size": 22, "line": {"color": "#c8553d", "width": 2}},
-        ))
-    for i, e in enumerate(events):
-        if e.kind != "call":
-            fig.add_vline(x=i + 1, line={"color": "#6c757d", "dash": "dot"},
-                          annotation={"text": text(e.kind.replace("_", " ")), "font": {"color": "#6c757d"}})
-    fig.update_xaxes(title_text="event in the session", dtick=1 if len(events) <= 40 else None)
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(tools)), automargin=True)
     return fig

@@ -163,12 +163,15 @@ def test_code_mix_stacks_codes_per_tool_and_splits_out_the_unmapped_errors() -> 
     assert fig.layout.barmode == "stack"
 
 
-def test_readiness_draws_both_shares_and_the_gate_limit() -> None:
+def test_readiness_draws_both_shares_and_the_gate_limit_with_no_label_on_the_line() -> None:
     rows = [ToolReadiness("ok_tool", True, (), 500, 50, 1, 0.02, 0, 0.0),
             ToolReadiness("bad_tool", False, ("40.0% of errors unmapped",), 500, 50, 20, 0.4, 5, 0.01)]
     fig = charts.readiness(rows, Thresholds(max_unmapped_share=0.1))
-    unmapped, invalid = fig.data
+    unmapped, invalid, gate = fig.data
     assert list(unmapped.x) == [0.02, 0.4] and list(invalid.x) == [0.0, 0.01]
+    assert unmapped.text is None and invalid.text is None and not fig.layout.annotations  # figures sit in the names
+    assert "unmapped 40.0% · schema-invalid 1.0%" in unmapped.y[1]
+    assert gate.name == "gate: at most 10% unmapped" and gate.line.dash == "dash"
     assert "⚠ not ready" in unmapped.y[1] and "not ready" not in unmapped.y[0]
     assert [s.x0 for s in fig.layout.shapes] == [0.1]
     assert "40.0% of errors unmapped" in unmapped.customdata[1][2]

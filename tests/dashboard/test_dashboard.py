@@ -151,8 +151,8 @@ def test_a_log_without_errors_gives_a_page_that_says_what_is_missing(tmp_path: P
         page = dashboard.render(data)
     figures = dashboard.figures(data)
     assert all(len(f.data) == 0 and f.layout.annotations for k, f in figures.items() if k != "readiness")
-    assert len(figures["readiness"].data) == 2  # the tool has calls: its shares are drawn (as 0)
-    assert "No errors in this range yet" in page and "savings need errors in both arms" in page
+    assert len(figures["readiness"].data) == 3  # the tool has calls: its shares are drawn (as 0), and the gate
+    assert "No errors in this range yet" in page and "savings come only from a randomised split" in page
     assert "No flag changes in the audit log" in page
     assert f"{quiet.calls:,} calls" in page
 

@@ -1,0 +1,215 @@
+"""The dashboard's HTML sections besides the charts: header and recommendations, per-tool table with power,
+evidence, log health and flag history. Every logged string is escaped; `code` spans become <code> elements."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+from typing import Any, Final
+
+from shadow.analytics._report import ArmStats, ToolReport
+from shadow.dashboard._data import DashboardData
+
+_TICKS: Final = re.compile(r"`([^`\n]{1,200})`")
+ACTION_WORDS: Final = {
+    "raise": "raise the percentage", "hold": "hold", "fix_rules": "fix the rules", "rollback": "roll back",
+    "done": "done",
+}
+
+
+def e(value: object) -> str:
+    """``value`` escaped for HTML text and attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+def md(value: object) -> str:
+    """``value`` escaped, with `backtick spans` shown as code instead of literal backticks."""
+    return _TICKS.sub(lambda m: f"<code>{m.group(1)}</code>", e(value))
+
+
+def when(value: dt.datetime | None) -> str:
+    return "–" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"95% {low:.1%} to {high:.1%}"
+
+
+def _arm_card(arm: ArmStats | None, variant: str) -> str:
+    if arm is None:
+        return (f'<div class="card"><div class="label">{e(variant)} arm</div><div class="value">–</div>'
+                f'<div class="detail">no calls served {e(variant)}</div></div>')
+    return (f'<div class="card"><div class="label">loop rate, {e(variant)} arm, whole range</div>'
+            f'<div class="value {e(variant)}">{_pct(arm.loop_rate)}</div>'
+            f'<div class="detail">{arm.loops:,} loops after {arm.errors:,} errors; {e(_ci(arm.ci_low, arm.ci_high))}'
+            f"</div></div>")
+
+
+def recommendations(data: DashboardData) -> str:
+    """One line per tool: the action and the reasons in words. The first section of the page."""
+    shown = {t.tool for t in data.tools}
+    items = []
+    for t in data.report.by_tool:
+        if t.tool not in shown or t.recommendation is None:
+            continue
+        r = t.recommendation
+        items.append(f'<li class="rec"><span class="tool">{e(t.tool)}</span> <span class="action {e(r.action)}">'
+                     f"{e(ACTION_WORDS.get(r.action, r.action))}</span> <span class=\"why\">"
+                     f"{md('; '.join(r.reasons))}</span></li>")
+    if not items:
+        return ""
+    return ('<section id="recommendations" aria-label="Recommendation per tool"><h2>What to do next, per tool</h2>'
+            f'<ul class="recs">{"".join(items)}</ul></section>')
+
+
+def header(data: DashboardData) -> str:
+    """Title, facts, recommendations (first), the subtitle and notices, then the headline cards."""
+    r = data.report
+    d = r.data_range
+    scope = f" · tool {e(r.filters.tool)}" if r.filters.tool else ""
+    since = f" · since {e(when(r.filters.since))}" if r.filters.since else ""
+    parts = [
+        "<header>",
+        f"<h1>Cutover dashboard{scope}</h1>",
+        f'<p class="facts">Data from {e(when(d.first_call))} to {e(when(d.last_call))}{since} · '
+        f"{d.calls:,} calls · {d.errors:,} errors · {d.sessions:,} sessions · generated "
+        f"{e(when(data.generated_at))}</p>",
+    ]
+    if data.subtitle:
+        parts.append(f'<p class="subtitle" role="note">{e(data.subtitle)}</p>')
+    parts.append(recommendations(data))
+    parts += [f'<p class="notice">{md(n)}</p>' for n in data.notices]
+    arms = {v.variant: v for v in r.variants}
+    c = r.comparison
+    s = r.savings
+    saved = "–" if s.round_trips_saved_per_1000_tasks is None else f"{s.round_trips_saved_per_1000_tasks:,.0f}"
+    parts += [
+        '<div class="cards">',
+        _arm_card(arms.get("legacy"), "legacy"),
+        _arm_card(arms.get("structured"), "structured"),
+        f'<div class="card"><div class="label">structured minus legacy ({e(c.scope)}, {e(c.design)})</div>'
+        f'<div class="value">{"–" if c.test.difference is None else f"{c.test.difference * 100:+.1f} pts"}</div>'
+        f'<div class="detail">{e(c.test.message)}</div></div>',
+        f'<div class="card"><div class="label">round trips saved per 1,000 tasks ({e(s.design)})</div>'
+        f'<div class="value">{saved}</div><div class="detail">{e(s.message)}</div></div>',
+        "</div>",
+        "</header>",
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def _period_cell(tool: ToolReport, key: tuple[str, str]) -> str:
+    p = next((p for p in tool.periods if (p.period, p.variant) == key), None)
+    return "–" if p is None or p.loop_rate is None else f"{p.loop_rate:.1%} ({p.loops:,}/{p.errors:,})"
+
+
+def _power_cell(t: ToolReport) -> str:
+    p = t.power
+    if p is None or p.errors_per_arm_needed is None:
+        return e(p.message) if p is not None else "–"
+    days = "" if p.days_needed is None or not p.more_errors_per_arm else f", ≈ {p.days_needed:,.1f} days"
+    return (f"{p.errors_per_arm_needed:,} per arm (design effect {p.design_effect:.2f}); "
+            f"{p.more_errors_per_arm or 0:,} more{days}")
+
+
+def tool_rows(data: DashboardData) -> str:
+    """Per tool: readiness, before vs after, the two-arm test, and the power."""
+    ready = {r.tool: r for r in data.readiness}
+    rows = []
+    for t in data.tools:
+        gate = ready[t.tool]
+        verdict = ('<span class="good">ready</span>' if gate.ready else
+                   '<span class="bad">not ready</span>: ' + md("; ".join(gate.reasons)))
+        cells = "".join(f"<td class='num'>{_period_cell(t, key)}</td>"
+                        for key in (("before", "legacy"), ("after", "legacy"), ("after", "structured")))
+        rows.append(
+            f"<tr><td>{e(t.tool)}</td><td>{verdict}</td><td class='num'>{t.calls:,}</td>"
+            f"<td class='num'>{t.errors:,}</td><td class='num'>{e(when(t.cutover_at))}</td>{cells}"
+            f"<td>{e(t.comparison.design)}: {e(t.comparison.test.message)}</td><td>{_power_cell(t)}</td></tr>")
+    reduction = next((t.power.relative_reduction for t in data.tools if t.power is not None), 0.3)
+    head = ("<tr><th>tool</th><th>readiness (count checks; <code>shadow ready TOOL</code> also scans for leaks)</th>"
+            "<th>calls</th><th>errors</th><th>cutover</th><th>before (legacy)</th><th>after, legacy</th>"
+            f"<th>after, structured</th><th>two-arm test</th><th>errors per arm to see a {reduction:.0%} drop "
+            "(80% power)</th></tr>")
+    return ('<section class="panel wide" id="panel-tools"><h2>Per tool: readiness, the test and its power</h2>'
+            '<p class="explains">One row per tool: is its log good enough, its loop rate before and after cutover, '
+            'the randomised test, and how many more errors the test needs.</p>'
+            f'<div class="table-wrap"><table id="tools">{head}{"".join(rows)}</table></div></section>')
+
+
+def _json(value: Any) -> str:
+    return e(json.dumps(value, ensure_ascii=False, indent=None))
+
+
+def evidence(data: DashboardData) -> str:
+    """Per tool: example pairs per frequent code (legacy, then structured; redacted) and unmapped shapes."""
+    blocks = []
+    for t in data.tools:
+        ev = t.evidence
+        if ev is None or (not ev.codes and not ev.unmapped):
+            continue
+        parts = [f"<details><summary><b>{e(t.tool)}</b>: {len(ev.codes)} frequent codes, "
+                 f"{ev.unmapped_shapes} unmapped shapes</summary>"]
+        for c in ev.codes:
+            parts.append(f"<h3>{e(c.code)} <span class='muted'>({c.errors:,} errors)</span></h3>")
+            for ex in c.examples:
+                parts.append(f"<div class='pair'><div><span class='muted'>legacy</span><pre>{_json(ex.legacy)}</pre>"
+                             f"</div><div><span class='muted'>structured</span><pre>{_json(ex.structured)}</pre>"
+                             "</div></div>")
+        if ev.unmapped:
+            rows = "".join(f"<tr><td class='num'>{u.errors:,}</td><td><code>{e(u.shape)}</code></td></tr>"
+                           for u in ev.unmapped)
+            parts.append(f"<h3>Unmapped, by shape</h3><table class='shapes'><tr><th>errors</th><th>shape</th></tr>"
+                         f"{rows}</table>")
+        parts.append("</details>")
+        blocks.append("".join(parts))
+    if not blocks:
+        return ""
+    return ('<section class="panel wide" id="panel-evidence"><h2>Evidence: what the model saw</h2>'
+            '<p class="explains">Open a tool to compare what the legacy tool returned with the structured payload, '
+            "for its most frequent codes, and the unmapped errors grouped by shape (redacted, capped).</p>"
+            f"{''.join(blocks)}</section>")
+
+
+def health(data: DashboardData) -> str:
+    """The log's health: sequence gaps, the writer's counters, when each process last wrote."""
+    h = data.report.health
+    if h is None:
+        return ""
+    counters = ("writer counters: not recorded" if not h.writer_counters else
+                f"writer counters: {h.written:,} written, {h.spooled:,} spooled, {h.replayed:,} replayed, "
+                f"{h.dropped:,} dropped")
+    rows = "".join(f"<tr><td>{e(p.process)}</td><td>{e(p.host)}</td><td class='num'>{p.calls:,}</td>"
+                   f"<td class='num'>{e(when(p.last_write))}</td>"
+                   f"<td class='num'>{'not recorded' if p.dropped is None else f'{p.dropped:,}'}</td></tr>"
+                   for p in h.processes)
+    return ('<section class="panel" id="panel-health"><h2>Health of the log</h2><p class="explains">'
+            "Whether records went missing: sessions whose sequence numbers have holes, and when each writing "
+            f"process last wrote.</p><p>{e(h.message)}; {e(counters)}.</p><table id='processes'><tr><th>process"
+            f"</th><th>host</th><th>calls</th><th>last wrote</th><th>dropped</th></tr>{rows}</table></section>")
+
+
+def flag_rows(data: DashboardData) -> str:
+    """The flag history, latest first, in full (at most ``MAX_FLAG_CHANGES`` rows; no inner scroll box)."""
+    if not data.flag_changes:
+        return ('<section class="panel" id="panel-flags"><h2>Flag history</h2><p class="explains">No flag '
+                "changes in the audit log: set flags with <code>shadow flags set</code> so cutovers are marked."
+                "</p></section>")
+    rows = []
+    for f in reversed(data.flag_changes):
+        old = "–" if f.old_mode is None else f"{f.old_mode}{f' {f.old_percent}%' if f.old_mode == 'cutover' else ''}"
+        new = f"{f.new_mode}{f' {f.new_percent}%' if f.new_mode == 'cutover' else ''}"
+        tool = "every tool (kill switch)" if f.tool == "*" else f.tool
+        rows.append(f"<tr><td class='num'>{e(when(f.ts))}</td><td>{e(tool)}</td><td>{e(old)} → {e(new)}"
+                    f"{' <b>(cutover)</b>' if f.is_cutover else ''}</td><td>{e(f.actor)}</td>"
+                    f"<td>{e(f.reason or '')}</td></tr>")
+    return ('<section class="panel" id="panel-flags"><h2>Flag history (latest first)</h2><p class="explains">'
+            "Who changed which flag, when and why, from the flag audit log.</p>"
+            f"<table id=\"flags\"><tr><th>time</th><th>tool</th><th>change</th><th>actor</th><th>reason</th></tr>"
+            f"{''.join(rows)}</table></section>")
