@@ -53,7 +53,8 @@ def savings(s: Savings) -> go.Figure:
     loop rate); the gap is the round trips the structured payload saves, headlined above the plot with its 95%
     interval, the tool time at the median call latency and the tokens."""
     fig = figure(360)
-    if s.errors_per_task is None or s.wasted_per_error_legacy is None or s.wasted_per_error_structured is None:
+    if (s.errors_per_task is None or s.wasted_per_error_legacy is None or s.wasted_per_error_structured is None
+            or s.round_trips_saved_per_1000_tasks is None):
         return empty(fig, s.message)
     per_k = [s.wasted_per_error_legacy * s.errors_per_task * 1000, s.wasted_per_error_structured * s.errors_per_task
              * 1000]
@@ -104,7 +105,7 @@ def follow_up_shifts(shifts: FollowUpShifts) -> go.Figure:
         hovertemplate="%{x:+.1f} points (95% %{customdata[0]:+.1f} to %{customdata[1]:+.1f})<extra></extra>",
     ))
     fig.add_vline(x=0, line={"color": "#495057", "width": 1})
-    fig.update_xaxes(title_text=f"structured minus legacy, points of the arm's errors ({design})", zeroline=False)
+    fig.update_xaxes(title_text="change in points (structured − legacy)", zeroline=False)
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), automargin=True)
     fig.update_layout(showlegend=False)
     return fig

@@ -147,6 +147,10 @@ def _json(value: Any) -> str:
     return e(json.dumps(value, ensure_ascii=False, indent=None))
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def evidence(data: DashboardData) -> str:
     """Per tool: example pairs per frequent code (legacy, then structured; redacted) and unmapped shapes."""
     blocks = []
@@ -154,8 +158,8 @@ def evidence(data: DashboardData) -> str:
         ev = t.evidence
         if ev is None or (not ev.codes and not ev.unmapped):
             continue
-        parts = [f"<details><summary><b>{e(t.tool)}</b>: {len(ev.codes)} frequent codes, "
-                 f"{ev.unmapped_shapes} unmapped shapes</summary>"]
+        parts = [f"<details><summary><b>{e(t.tool)}</b>: examples of {_n(len(ev.codes), 'frequent code')}, "
+                 f"{_n(ev.unmapped_shapes, 'unmapped shape')}</summary>"]
         for c in ev.codes:
             parts.append(f"<h3>{e(c.code)} <span class='muted'>({c.errors:,} errors)</span></h3>")
             for ex in c.examples:
@@ -182,8 +186,8 @@ def health(data: DashboardData) -> str:
     h = data.report.health
     if h is None:
         return ""
-    counters = ("writer counters: not recorded" if not h.writer_counters else
-                f"writer counters: {h.written:,} written, {h.spooled:,} spooled, {h.replayed:,} replayed, "
+    counters = ("" if not h.writer_counters else
+                f"; writer counters: {h.written:,} written, {h.spooled:,} spooled, {h.replayed:,} replayed, "
                 f"{h.dropped:,} dropped")
     rows = "".join(f"<tr><td>{e(p.process)}</td><td>{e(p.host)}</td><td class='num'>{p.calls:,}</td>"
                    f"<td class='num'>{e(when(p.last_write))}</td>"
@@ -191,7 +195,7 @@ def health(data: DashboardData) -> str:
                    for p in h.processes)
     return ('<section class="panel" id="panel-health"><h2>Health of the log</h2><p class="explains">'
             "Whether records went missing: sessions whose sequence numbers have holes, and when each writing "
-            f"process last wrote.</p><p>{e(h.message)}; {e(counters)}.</p><table id='processes'><tr><th>process"
+            f"process last wrote.</p><p>{e(h.message)}{e(counters)}.</p><table id='processes'><tr><th>process"
             f"</th><th>host</th><th>calls</th><th>last wrote</th><th>dropped</th></tr>{rows}</table></section>")
 
 

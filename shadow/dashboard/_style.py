@@ -47,7 +47,7 @@ li.rec .tool { font-weight: 650; }
 .action.fix_rules { background: #b26a00; } .action.rollback { background: #b00020; }
 .muted { color: var(--muted); font-weight: normal; }
 .table-wrap { overflow-x: auto; }
-td { overflow-wrap: anywhere; }
+td { overflow-wrap: break-word; }
 details { border-top: 1px solid var(--line); padding: 6px 0; }
 summary { cursor: pointer; }
 h3 { font-size: 14px; margin: 10px 0 4px; }

@@ -18,6 +18,7 @@ from shadow.dashboard._data import collect
 from shadow.demo._run import SIMULATED, run_demo
 
 pytestmark = pytest.mark.browser
+REPRO = Path("/work/repro/16")
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
@@ -88,8 +89,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]
     return result.dashboard, {f"chart-{k}": len(f.data) for k, f in figures.items()}
 
 
-def visit(browser: Any, path: Path, plots: int) -> Visit:
+def visit(browser: Any, path: Path, plots: int, width: int = 1440) -> Visit:
     page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
     seen = Visit(page, path.resolve().as_uri())
     page.on("console", lambda m: seen.console_errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: seen.page_errors.append(str(e)))
@@ -122,6 +124,9 @@ def test_every_chart_renders_offline_without_errors(which: str, browser: Any, re
         shot = tmp_path / f"dashboard-{which}.png"
         seen.page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 50_000
+        if REPRO.parent.is_dir():  # for a person to look at (the lead's review folder), when it exists
+            REPRO.mkdir(exist_ok=True)
+            shutil.copy(shot, REPRO / shot.name)
     finally:
         seen.page.close()
 
@@ -152,5 +157,100 @@ def test_the_malicious_names_are_shown_as_text_and_run_nothing(browser: Any, hos
         assert page.evaluate("window.__fired") == []
         assert seen.dialogs == [] and seen.console_errors == [] and seen.page_errors == []
         assert seen.requests == [seen.url]
+    finally:
+        page.close()
+
+
+#: Bounding boxes (x, y, width, height) of the page's header parts and, per chart, of legend entries,
+#: annotations, titles, text on the plot, reference-line shapes, the plot area and the mode bar.
+BOXES = """() => {
+  const box = (el) => { const r = el.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; };
+  const all = (root, sel) => Array.from(root.querySelectorAll(sel)).filter(e => {
+    const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; });
+  const header = all(document, 'header h1, header .facts, header .subtitle, header #recommendations h2, ' +
+                     'header li.rec, header .notice, header .card').map(e => [e.tagName + '.' + e.className, box(e)]);
+  const charts = {};
+  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+    charts[plot.id] = {
+      legend: all(plot, '.legend .traces').map(e => [e.textContent, box(e)]),
+      labels: all(plot, '.annotation, .gtitle, .bartext, .textpoint').map(e => [e.textContent, box(e)]),
+      lines: Array.from(plot.querySelectorAll('.shapelayer path')).map(e => box(e))  // a vertical line is 0 wide
+        .filter(b => b[2] > 0 || b[3] > 0).map(b => [b[0] - 1.5, b[1] - 1.5, b[2] + 3, b[3] + 3]),
+      plot: all(plot, '.nsewdrag').map(e => box(e)),
+      modebar: all(plot, '.modebar').length,
+    };
+  }
+  return {header, charts};
+}"""
+
+
+def overlap(a: list[float], b: list[float], slack: float = 1.0) -> bool:
+    """Whether two boxes share more than ``slack`` pixels in both directions."""
+    return (min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]) > slack
+            and min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]) > slack)
+
+
+def clashes(named: list[list[Any]], others: list[list[Any]] | None = None) -> list[tuple[str, str]]:
+    pairs = []
+    group = others if others is not None else named
+    for i, (name_a, a) in enumerate(named):
+        for j, (name_b, b) in enumerate(group):
+            if (others is not None or j > i) and overlap(a, b):
+                pairs.append((str(name_a), str(name_b)))
+    return pairs
+
+
+@pytest.mark.parametrize("width", [1366, 1920, 900])
+def test_nothing_overlaps_in_the_header_legends_and_labels_and_there_is_no_mode_bar(
+        width: int, browser: Any, demo: tuple[Path, dict[str, int]], tmp_path: Path) -> None:
+    path, expected = demo
+    seen = visit(browser, path, len(expected), width)
+    page = seen.page
+    try:
+        for plot in page.query_selector_all(".js-plotly-plot"):
+            plot.hover()  # the mode bar used to appear on hover, over legends and headlines
+        page.wait_for_timeout(200)
+        found = page.evaluate(BOXES)
+        assert clashes(found["header"]) == [], "header parts overlap"
+        for chart, parts in found["charts"].items():
+            assert parts["modebar"] == 0, chart
+            assert clashes(parts["legend"]) == [], f"{chart}: legend entries overlap"
+            assert clashes(parts["legend"] + parts["labels"]) == [], f"{chart}: a legend and a label overlap"
+            assert clashes(parts["legend"], [["plot", b] for b in parts["plot"]]) == [], f"{chart}: legend on plot"
+            lines = [["line", b] for b in parts["lines"]]
+            assert clashes(parts["labels"], lines) == [], f"{chart}: a label sits on a reference line"
+        assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, "the page scrolls sideways"
+        page.screenshot(path=str(tmp_path / f"dashboard-{width}.png"), full_page=True)
+        assert seen.console_errors == [] and seen.page_errors == [] and seen.requests == [seen.url]
+    finally:
+        page.close()
+
+
+def test_the_recommendation_lines_come_first_one_per_tool_in_words(browser: Any,
+                                                                    demo: tuple[Path, dict[str, int]]) -> None:
+    path, expected = demo
+    seen = visit(browser, path, len(expected))
+    page = seen.page
+    try:
+        first = page.evaluate("""() => {
+          const recs = document.getElementById('recommendations');
+          const top = recs.getBoundingClientRect().top;
+          const later = Array.from(document.querySelectorAll('.card, section.panel, table, .js-plotly-plot'));
+          return {top, above: later.filter(e => e.getBoundingClientRect().top < top).length,
+                  lines: Array.from(recs.querySelectorAll('li.rec')).map(li => li.innerText)};
+        }""")
+        assert first["above"] == 0, "something is drawn above the recommendations"
+        tools = page.evaluate("Array.from(document.querySelectorAll('#tools tr td:first-child'))"
+                              ".map(td => td.textContent)")
+        assert len(first["lines"]) == len(tools) > 0
+        words = ("raise the percentage", "hold", "fix the rules", "roll back", "done")
+        assert all(any(w in line for w in words) and len(line) > 40 for line in first["lines"]), first["lines"]
+        text = page.evaluate("document.body.innerText")
+        assert "`" not in text, "literal Markdown backticks on the page"
+        clipped = page.evaluate("""Array.from(document.querySelectorAll('#panel-flags, #panel-flags *'))
+            .filter(e => e.scrollHeight > e.clientHeight + 1 && getComputedStyle(e).overflowY !== 'visible')
+            .map(e => e.tagName + '.' + e.className)""")
+        assert clipped == [], "the flag history sits in a clipped scroll box"
+        assert seen.console_errors == [] and seen.requests == [seen.url]
     finally:
         page.close()
