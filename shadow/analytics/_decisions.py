@@ -41,8 +41,9 @@ def _by_tool(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, A
 
 
 def decide(
-    con: Any, params: Mapping[str, Any], tools: Sequence[ToolReport], legacy_clusters: Mapping[str, list[stats.Cluster]],
-    changes: Sequence[FlagChange], policy: Policy, *, evidence: bool = True,
+    con: Any, params: Mapping[str, Any], tools: Sequence[ToolReport],
+    legacy_clusters: Mapping[str, list[stats.Cluster]], changes: Sequence[FlagChange], policy: Policy, *,
+    evidence: bool = True,
 ) -> tuple[list[ToolReport], dict[str, float]]:
     """Each tool with its flag, power, leak count, evidence and recommendation; and the mean bytes of a repeated
     call (arguments plus legacy error payload) per tool, for the token estimate."""

@@ -106,7 +106,8 @@ def _payload_text(raw: str | None) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def unmapped_shapes(rows: Sequence[Mapping[str, Any]], limit: int = MAX_SHAPES) -> tuple[tuple[UnmappedShape, ...], int]:
+def unmapped_shapes(rows: Sequence[Mapping[str, Any]],
+                    limit: int = MAX_SHAPES) -> tuple[tuple[UnmappedShape, ...], int]:
     """Group rows of (legacy_payload, errors) by ``shape`` of the payload's text; the ``limit`` most frequent."""
     groups: dict[str, list[Any]] = {}
     for r in rows:
@@ -121,7 +122,7 @@ def code_evidence(rows: Sequence[Mapping[str, Any]]) -> tuple[CodeEvidence, ...]
     """Rows of ``report_evidence`` for one tool as evidence per code, most frequent first."""
     out: dict[str, tuple[int, list[Example]]] = {}
     for r in rows:
-        errors, examples = out.setdefault(str(r["code"]), (int(r["errors"]), []))
+        _, examples = out.setdefault(str(r["code"]), (int(r["errors"]), []))
         examples.append(Example(safe_payload(r["legacy_payload"]), safe_payload(r["new_payload"])))
     return tuple(CodeEvidence(code, n, tuple(ex)) for code, (n, ex) in
                  sorted(out.items(), key=lambda kv: (-kv[1][0], kv[0])))

@@ -51,7 +51,7 @@ def _short(key: str, wide: bool) -> str:
 
 def _arm_head(wide: bool) -> list[str]:
     head = ["variant", "calls", "errors", "loops", "loop rate", "95% CI (sessions)"]
-    return head + ["95% CI (Wilson)", "back to back", "mean length", "justified retries"] if wide else head
+    return [*head, "95% CI (Wilson)", "back to back", "mean length", "justified retries"] if wide else head
 
 
 def _arm_cells(s: ArmStats, wide: bool) -> list[str]:
@@ -72,7 +72,7 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     d = report.data_range
     lines: list[str] = []
     if banner and d.simulated_calls:
-        lines += wrap(SIMULATED_NOTE.format(n=d.simulated_calls), width) + [""]
+        lines += [*wrap(SIMULATED_NOTE.format(n=d.simulated_calls), width), ""]
     lines += wrap(f"Loop rate: {d.calls:,} calls, {d.errors:,} errors, {d.sessions:,} sessions, "
                   f"{_when(d.first_call)} to {_when(d.last_call)} UTC"
                   + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)

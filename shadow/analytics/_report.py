@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadow._clock import parse_time
+from shadow.analytics import _effects as effects
 from shadow.analytics import _sql as sql
 from shadow.analytics import _stats as stats
-from shadow.analytics import _effects as effects
 from shadow.analytics._decisions import decide
 from shadow.analytics._defaults import DEFAULT_SEED
 from shadow.analytics._health import log_health

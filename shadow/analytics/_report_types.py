@@ -131,7 +131,7 @@ class Savings:
     design: str = "none"  # "randomised" when the figures come from the randomised comparison, else nothing claimed
     round_trips_saved_ci_low: float | None = None  # 95% interval of round_trips_saved_per_1000_tasks
     round_trips_saved_ci_high: float | None = None
-    tokens_per_round_trip: float | None = None  # (mean argument bytes + mean legacy error payload bytes) / bytes_per_token
+    tokens_per_round_trip: float | None = None  # (mean bytes of arguments + legacy error payload) / bytes_per_token
     bytes_per_token: float = 4.0
     tokens_saved_per_1000_tasks: float | None = None
     leaves_out: tuple[str, ...] = ()

@@ -11,19 +11,19 @@ from shadow.analytics._recommend import Facts, FlagNow, Policy, recommend
 from shadow.analytics._stats import ArmComparison
 
 
-def test_(verdict: str, *, diff: float | None = -0.2, ci: tuple[float, float] | None = (-0.3, -0.1),
-          errors: int = 200) -> ArmComparison:
+def comparison_of(verdict: str, *, diff: float | None = -0.2, ci: tuple[float, float] | None = (-0.3, -0.1),
+                  errors: int = 200) -> ArmComparison:
     return ArmComparison(errors, 100, 50, errors, 60, 50, 0.5, 0.3, diff, ci[0] if ci else None,
                          ci[1] if ci else None, 0.001 if verdict.startswith("structured") else 0.4, None, None,
                          verdict, f"verdict {verdict}")  # type: ignore[arg-type]
 
 
-test_.__test__ = False  # type: ignore[attr-defined]
+SPLIT = FlagNow("cutover", 50)
 
 
-def facts(verdict: str = "structured_lower", *, flag: FlagNow = FlagNow("cutover", 50), design: str = "randomised",
+def facts(verdict: str = "structured_lower", *, flag: FlagNow = SPLIT, design: str = "randomised",
           unmapped: int = 0, invalid: int = 0, leaks: int = 0, errors: int = 400, **test_kw: object) -> Facts:
-    comparison = test_(verdict, errors=errors // 2, **test_kw)  # type: ignore[arg-type]
+    comparison = comparison_of(verdict, errors=errors // 2, **test_kw)  # type: ignore[arg-type]
     power = pw.tool_power(0.5, comparison.errors_a, comparison.errors_b, [],
                           errors_per_day=40.0, structured_share=flag.split)
     return Facts(errors, unmapped, invalid, leaks, comparison, design, flag, power)

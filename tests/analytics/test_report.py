@@ -272,7 +272,12 @@ def test_parse_time_reads_dates_and_iso_times_as_utc() -> None:
 def test_table_and_csv_render_the_chosen_breakdown(synced: Warehouse) -> None:
     report = loop_rate_report(synced)
     table = render_table(report, "code")
-    assert "By code:" in table and "validation_error" in table and "Savings:" in table
+    assert "By code, whole range:" in table and "validation_error" in table and "Savings (randomised):" in table
+    assert max(len(line) for line in table.splitlines()) <= 100
+    assert "Two-arm comparison, randomised" in table and "Per arm, whole range" in table
+    assert sum(line.startswith("Loop: ") for line in table.splitlines()) == 1  # the definition, once
+    wide = render_table(report, "tool", wide=True)
+    assert "95% CI (Wilson)" in wide and "95% CI (Wilson)" not in render_table(report, "tool")
     rows = list(csv.reader(io.StringIO(render_csv(report, "day"))))
     assert rows[0][:4] == ["dimension", "key", "variant", "calls"]
     assert {r[0] for r in rows[1:]} == {"all", "day"}
@@ -300,6 +305,20 @@ def test_cli_report_syncs_first_and_prints_json(cli_env: Path) -> None:
     data = json.loads(result.stdout)
     assert data["data_range"]["calls"] == 60 * 7
     assert (cli_env / "calls.duckdb").exists()
+
+
+def test_cli_table_fits_100_columns_and_leads_with_a_recommendation_per_tool(cli_env: Path) -> None:
+    result = CliRunner().invoke(app, ["report", "loop-rate", "--detect", "0.5", "--bytes-per-token", "3"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    start = lines.index("Recommendation per tool (raise / hold / fix_rules / rollback / done):")
+    assert lines[start + 1].split()[0] == "create_task" and lines[start + 1].split()[1] in (
+        "raise", "hold", "fix_rules", "rollback", "done")
+    assert "detect a 50% drop" in result.stdout and "3 bytes per token" in result.stdout
+    wide = CliRunner().invoke(app, ["report", "loop-rate", "--no-sync", "--wide"])
+    assert wide.exit_code == 0 and "What the model saw, create_task" in wide.stdout
+    assert "95% CI (Wilson)" in wide.stdout
 
 
 def test_cli_no_sync_reports_the_warehouse_as_it_is(cli_env: Path) -> None:

@@ -7,7 +7,9 @@ import datetime as dt
 import hashlib
 import html
 import json
+import os
 import re
+import stat
 import threading
 import time
 import urllib.error
@@ -123,7 +125,8 @@ def test_every_chart_has_a_panel_and_its_figure(warehouse: Warehouse) -> None:
     for panel in dashboard.PANELS:
         assert f'id="chart-{panel.key}"' in page
         spec = re.search(rf'data-target="chart-{panel.key}">(.*?)</script>', page, re.DOTALL).group(1)  # type: ignore[union-attr]
-        assert len(json.loads(spec)["data"]) == len(figures[panel.key].data) > 0
+        assert len(json.loads(spec)["data"]) == len(figures[panel.key].data)
+        assert figures[panel.key].data or figures[panel.key].layout.annotations  # drawn, or says why not
 
 
 def test_readiness_flags_the_tool_whose_errors_are_unmapped(warehouse: Warehouse) -> None:
@@ -201,6 +204,23 @@ def test_write_dashboard_replaces_the_file_whole_and_refuses_bad_targets(warehou
         dashboard.write_dashboard(warehouse, tmp_path)
     with pytest.raises(dashboard.OutputError, match="does not exist"):
         dashboard.write_dashboard(warehouse, tmp_path / "missing" / "x.html")
+
+
+def test_the_page_is_an_ordinary_file_unless_private(warehouse: Warehouse, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        shared = dashboard.write_dashboard(warehouse, tmp_path / "shared.html")
+        private = dashboard.write_dashboard(warehouse, tmp_path / "private.html", private=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o644
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+
+
+def test_the_page_shows_no_markdown_backticks_and_no_clipped_scroll_box(warehouse: Warehouse) -> None:
+    page = dashboard.render(collect(warehouse))
+    text = re.sub(r"<script.*?</script>", "", page, flags=re.DOTALL)
+    assert "`" not in text and 'class="scroll"' not in text and "max-height" not in page.split("</style>")[0]
 
 
 def test_the_sessions_that_looped_come_most_loops_first_and_read_call_by_call(warehouse: Warehouse) -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from shadow.cli import app
+from shadow.demo._progress import LineProgress
 from shadow.demo._run import SIMULATED, run_demo
 
 
@@ -45,9 +51,9 @@ def test_the_demo_numbers_match_the_report_command_on_the_same_store(demo_dir: t
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     for arm in report["variants"]:
-        line = next(row for row in output.splitlines() if row.startswith(arm["variant"] + " "))
+        line = next(row for row in output.splitlines() if row.startswith("  " + arm["variant"] + " "))
         cells = line.split()
-        assert [int(cells[1]), int(cells[2]), int(cells[3])] == [arm["calls"], arm["errors"], arm["loops"]]
+        assert [int(c.replace(",", "")) for c in cells[1:4]] == [arm["calls"], arm["errors"], arm["loops"]]
         assert cells[4] == f"{arm['loop_rate'] * 100:.1f}%"
     legacy, structured = (next(a for a in report["variants"] if a["variant"] == v) for v in ("legacy", "structured"))
     assert structured["loop_rate"] < legacy["loop_rate"], "the simulated agent follows next_action"
@@ -80,3 +86,31 @@ def test_every_demo_output_says_the_traffic_is_simulated(tmp_path: Path) -> None
 def test_bad_demo_sizes_are_usage_errors(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--dir", str(tmp_path), "--sessions", "0"])
     assert result.exit_code == 2
+
+
+def test_a_piped_demo_says_simulated_once_shows_progress_lines_and_fits_100_columns(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "COLUMNS": "100"}
+    done = subprocess.run([sys.executable, "-m", "shadow", "demo", "--dir", str(tmp_path / "d"), "--sessions", "150"],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout + done.stderr).count(SIMULATED) == 1
+    assert "simulating agent tasks: 150/150 (100%)" in done.stderr  # no terminal: plain lines, not a bar
+    for step in ("syncing the DuckDB warehouse ...", "building the loop-rate report ...", "writing the dashboard ..."):
+        assert step in done.stderr
+    report = done.stdout.split("store:")[0]
+    assert max(len(line) for line in report.splitlines()) <= 100
+    assert "Recommendation per tool" in report and report.count("\nLoop: ") == 1
+
+
+def test_line_progress_prints_a_line_every_few_seconds_on_a_long_step() -> None:
+    out = io.StringIO()
+    lines = LineProgress(out, every=0.05)
+    lines.count("tasks", 4)
+    for _ in range(4):
+        lines.update()
+    lines.step("syncing")
+    time.sleep(0.3)
+    lines.close()
+    text = out.getvalue().splitlines()
+    assert text[0] == "tasks: 0/4" and "tasks: 4/4 (100%)" in text
+    assert "syncing ..." in text and sum(line.startswith("  still syncing") for line in text) >= 2
