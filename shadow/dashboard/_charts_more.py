@@ -1,5 +1,4 @@
-"""The dashboard's charts of what follows an error: the follow-up mix, its shift between arms, the savings; and
-one session call by call (for the notebook)."""
+"""The dashboard's charts of what follows an error: follow-up mix and shifts, savings, one session call by call."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The dashboard's HTML sections besides the charts: header and recommendations, per-tool table with power,
-evidence, log health and flag history. Every logged string is escaped; `code` spans become <code> elements."""
+"""The dashboard's HTML besides the charts: header, recommendations, per-tool table, evidence, health, flags.
+
+Every logged string is escaped; `code` spans become <code> elements.
+"""
 
 from __future__ import annotations
 
