@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from shadow.analytics._ready import Readiness, Thresholds, codes_for_tool, readiness
+    from shadow.analytics._recommend import Policy, Recommendation
     from shadow.analytics._render import render_csv, render_table
     from shadow.analytics._report import loop_rate_report
     from shadow.analytics._report_types import LoopRateReport, UnknownToolError
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 _WHERE = {
     "ExportResult": "shadow.analytics._warehouse",
     "LoopRateReport": "shadow.analytics._report_types",
+    "Policy": "shadow.analytics._recommend",
     "Readiness": "shadow.analytics._ready",
+    "Recommendation": "shadow.analytics._recommend",
     "SourceError": "shadow.analytics._source",
     "SyncResult": "shadow.analytics._warehouse",
     "Thresholds": "shadow.analytics._ready",
@@ -41,7 +44,9 @@ _WHERE = {
 __all__ = [
     "ExportResult",
     "LoopRateReport",
+    "Policy",
     "Readiness",
+    "Recommendation",
     "SourceError",
     "SyncResult",
     "Thresholds",
