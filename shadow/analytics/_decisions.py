@@ -24,13 +24,13 @@ def records(con: Any, name: str, params: Mapping[str, Any] | None = None) -> lis
 
 def flag_now(tool: str, changes: Sequence[FlagChange]) -> FlagNow:
     """The tool's flag as its latest audited change set it (the kill switch ``*`` counts when newer)."""
-    mine = [c for c in changes if c.tool in (tool, "*")]
-    if not mine:
-        return FlagNow(None, None)
-    last = max(mine, key=lambda c: c.ts)
-    if last.tool == "*":
-        return FlagNow("legacy" if last.new_mode == "killed" else None, None)
-    return FlagNow(last.new_mode, last.new_percent)
+    own = [c for c in changes if c.tool == tool]
+    switch = [c for c in changes if c.tool == "*"]
+    last = max(own, key=lambda c: c.ts) if own else None
+    killed = max(switch, key=lambda c: c.ts) if switch else None
+    if killed is not None and killed.new_mode == "killed" and (last is None or killed.ts >= last.ts):
+        return FlagNow("legacy", None)  # the kill switch serves every tool legacy
+    return FlagNow(None, None) if last is None else FlagNow(last.new_mode, last.new_percent)
 
 
 def _by_tool(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

@@ -87,3 +87,22 @@ def test_an_observational_comparison_never_raises_on_its_own() -> None:
 def test_policy_refuses_nonsense_thresholds(field: str, value: float) -> None:
     with pytest.raises(ValueError, match="for example|at least 0"):
         dataclasses.replace(Policy(), **{field: value})
+
+
+def test_the_flag_now_is_the_tools_latest_change_unless_the_kill_switch_is_newer() -> None:
+    import datetime as dt
+
+    from shadow.analytics._decisions import flag_now
+    from shadow.analytics._report_types import FlagChange
+
+    t0 = dt.datetime(2025, 3, 1)
+
+    def change(tool: str, hours: int, mode: str, percent: int) -> FlagChange:
+        return FlagChange(tool, t0 + dt.timedelta(hours=hours), None, None, mode, percent, "ana", None, False)
+
+    history = [change("a", 0, "shadow", 100), change("a", 2, "cutover", 25)]
+    assert flag_now("a", history) == FlagNow("cutover", 25) and flag_now("a", history).split == 0.25
+    assert flag_now("b", history) == FlagNow(None, None)
+    killed = [*history, change("*", 3, "killed", 100)]
+    assert flag_now("a", killed) == FlagNow("legacy", None)
+    assert flag_now("a", [*killed, change("*", 4, "active", 100)]) == FlagNow("cutover", 25)
