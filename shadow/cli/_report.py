@@ -51,24 +51,36 @@ class ByDimension(StrEnum):
 
 @contextmanager
 def _progress(label: str) -> Iterator[Progress]:
-    """A progress callback that draws a bar on stderr once a load is big enough to be worth one."""
+    """A progress callback for a load big enough to be worth one: a bar on a terminal, else a plain line every
+    few seconds on stderr (a piped or logged run must not look hung)."""
+    from shadow._progress import LineProgress
+
     bar: Any = None
+    lines: LineProgress | None = None
     shown = 0
 
     def update(done: int, total: int) -> None:
-        nonlocal bar, shown
-        if bar is None and total >= _BAR_FROM_ROWS:
-            bar = typer.progressbar(length=total, label=label, file=sys.stderr)
-            bar.__enter__()
+        nonlocal bar, lines, shown
+        if bar is None and lines is None and total >= _BAR_FROM_ROWS:
+            if sys.stderr.isatty():
+                bar = typer.progressbar(length=total, label=label, file=sys.stderr)
+                bar.__enter__()
+            else:
+                lines = LineProgress(sys.stderr)
+                lines.count(label, total)
         if bar is not None:
             bar.update(done - shown)
-            shown = done
+        elif lines is not None:
+            lines.update(done - shown)
+        shown = done
 
     try:
         yield update
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+        if lines is not None:
+            lines.close()
 
 
 def errors_to_exit(exc: Exception) -> NoReturn:

@@ -6,7 +6,10 @@ import csv
 import datetime as dt
 import io
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -371,3 +374,15 @@ def test_every_command_help_has_an_example() -> None:
     for args in (["sync"], ["export", "parquet"], ["report", "loop-rate"]):
         result = runner.invoke(app, [*args, "--help"])
         assert result.exit_code == 0 and "Example: shadow" in result.output, args
+
+
+def test_a_piped_sync_of_a_big_load_prints_progress_lines(tmp_path: Path) -> None:
+    """Not on a terminal, a load past the bar's threshold shows plain lines (a bar would print nothing)."""
+    url = f"sqlite:///{tmp_path}/calls.db"
+    SqlStore(url).write([_call(f"s{i // 10}", i % 10 + 1, T0, "search", "q", "ok", "legacy") for i in range(25_000)])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "shadow", "sync", "--db-url", url, "--warehouse",
+                           str(tmp_path / "w.duckdb")], capture_output=True, text=True, env=env, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Syncing the call log: 0/" in done.stderr and "(100%)" in done.stderr

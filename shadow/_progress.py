@@ -59,7 +59,7 @@ class LineProgress:
             while not stop.wait(self._every):
                 self._say(f"  still {label} ({time.monotonic() - started:.0f} s)")
 
-        self._thread = threading.Thread(target=beat, args=(self._stop,), name="shadow-demo-progress", daemon=True)
+        self._thread = threading.Thread(target=beat, args=(self._stop,), name="shadow-progress", daemon=True)
         self._thread.start()
 
     def _end_heartbeat(self) -> None:
