@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, overload
 
 from shadow._logs import get_logger
+from shadow._redact import scrub_text
 from shadow.contract._codes import Code
 from shadow.contract._payloads import ErrorPayload, Payload, ToolError, ok
 from shadow.contract._rules import Rules, Translation
@@ -20,6 +21,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _DEFAULT_RULES = Rules.default()
+_MAX_LOGGED_TEXT = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,9 @@ def outcome_of_exception(
     """
     translation = (rules or _DEFAULT_RULES).translate_exception(exc, idempotent=idempotent)
     if translation.unmapped and not quiet:
-        log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__, exc_info=exc)
+        # The type and a scrubbed, bounded message only: exception text and tracebacks may carry credentials.
+        log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__,
+                    error=scrub_text(str(exc))[:_MAX_LOGGED_TEXT])
     return Outcome.of_translation(translation)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from shadow._logs import get_logger
+from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
 
@@ -166,9 +167,12 @@ def _build(
 ) -> ToolError:
     ctx = dict(context(source) or {}) if context is not None else None
     if callable(message):
-        text = message(source)
+        text: str | None = scrub_text(message(source))
     elif message is not None:
-        text = message.format_map(_Defaulting(ctx or {}))
+        # Filled from the redacted context: a credential in a context value must not reach the model through the
+        # message while ``context`` shows it redacted.
+        safe = to_jsonable(ctx or {})
+        text = message.format_map(_Defaulting(safe if isinstance(safe, dict) else {}))
     else:
         text = None
     return ToolError.of(code, text, idempotent=idempotent, context=ctx)
