@@ -370,7 +370,8 @@ def current() -> FlagSource:
             if pinned:
                 states, problems = parse_env_lenient(pinned)
                 for problem in problems:
-                    report_once(Problem(ENV_VAR, pinned, f"is not valid ({problem})", "'search=shadow,book=cutover:25'"))
+                    example = "'search=shadow,book=cutover:25'"
+                    report_once(Problem(ENV_VAR, pinned, f"is not valid ({problem})", example))
                 source = StaticFlags(states, fallback=source)
             _source = source
         return _source
