@@ -14,6 +14,7 @@ from typing import Any, Final, TypeVar, overload
 
 from shadow import _clock as clock
 from shadow import _sessions as sessions
+from shadow._callables import callable_kind
 from shadow._config import settings
 from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
@@ -78,12 +79,14 @@ class PendingCall:
     value: Any = None
     exc: BaseException | None = None
     outcome: Outcome | None = None
+    epoch: int | None = None
 
     def build(self) -> CallRecord:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
         limits = settings()
         arguments = _guarded(self._arguments, {})
-        outcome = self.outcome or _guarded(self._outcome, None)
+        cancelled = self.exc is not None and not isinstance(self.exc, Exception)
+        outcome = None if cancelled else self.outcome or _guarded(self._outcome, None)
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
         payload: JSONValue = _guarded(lambda: cap(to_jsonable(served), limits.max_payload_bytes), None)
@@ -101,7 +104,7 @@ class PendingCall:
             fingerprint=_guarded(lambda: fingerprint(arguments), "unfingerprintable"),
             arg_hashes=_guarded(lambda: argument_hashes(arguments), None),
             args=_guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
-            outcome="error" if error is not None or outcome is None else "ok",
+            outcome="cancelled" if cancelled else "error" if error is not None or outcome is None else "ok",
             legacy_payload=_guarded(lambda: self._legacy(limits.max_payload_bytes), "<unavailable>"),
             new_payload=payload,
             code=error.code.value if error is not None else None,
@@ -110,12 +113,13 @@ class PendingCall:
             retry_after_ms=retry_after if isinstance(retry_after, int) else None,
             error_field=field[:200] if isinstance(field, str) else None,
             rule=outcome.rule if outcome is not None else None,
-            unmapped=outcome.unmapped if outcome is not None else True,
-            schema_valid=outcome is not None and is_valid(served),
+            unmapped=outcome.unmapped if outcome is not None else not cancelled,
+            schema_valid=cancelled or (outcome is not None and is_valid(served)),
             latency_us=self.latency_ns // 1000,
             process=_pid(),
             host=sessions.HOST,
             source=self.spec.source,
+            epoch=self.epoch,
         )
 
     def _arguments(self) -> dict[str, Any]:
@@ -165,6 +169,7 @@ class _Started:
     variant: Variant
     session_id: str
     seq: int
+    epoch: int | None = None
     t0: int = dataclasses.field(default_factory=clock.now_ns)
     p0: int = dataclasses.field(default_factory=time.perf_counter_ns)
 
@@ -186,7 +191,8 @@ class _Runner:
                 return None
             sid = sessions.current()
             variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
-            return _Started(state.mode, variant, sid, sessions.next_seq(sid))
+            epoch, seq = sessions.next_position(sid)
+            return _Started(state.mode, variant, sid, seq, epoch)
         except Exception as exc:
             _internal_failure(self.spec.name, exc)
             return None
@@ -196,7 +202,7 @@ class _Runner:
         """Hand the call to the writer; the structured payload when this call is in the structured arm."""
         latency = time.perf_counter_ns() - started.p0
         outcome = None
-        if started.variant is Variant.STRUCTURED:
+        if started.variant is Variant.STRUCTURED and (exc is None or isinstance(exc, Exception)):
             try:
                 outcome = self.spec.outcome(value, exc)
             except Exception as failure:
@@ -205,8 +211,8 @@ class _Runner:
         try:
             get_writer().submit(PendingCall(
                 spec=self.spec, mode=started.mode, variant=started.variant, session_id=started.session_id,
-                seq=started.seq, started_ns=started.t0, latency_ns=latency, args=args, kwargs=kwargs, value=value,
-                exc=exc, outcome=outcome,
+                seq=started.seq, epoch=started.epoch, started_ns=started.t0, latency_ns=latency, args=args,
+                kwargs=kwargs, value=value, exc=exc, outcome=outcome,
             ))
         except Exception as failure:
             _internal_failure(self.spec.name, failure)
@@ -275,28 +281,14 @@ def _wrap(
     except (TypeError, ValueError):
         signature = None
     runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source), flags)
+    kind = callable_kind(fn)
+    wrapper = _WRAPPERS[kind](fn, runner)
+    functools.update_wrapper(wrapper, fn)
+    wrapper.__shadow_tool__ = tool_name
+    return wrapper
 
-    if inspect.iscoroutinefunction(fn):
 
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = runner.begin()
-            if started is None:
-                return await fn(*args, **kwargs)
-            try:
-                value = await fn(*args, **kwargs)
-            except Exception as exc:
-                structured = runner.finish(started, args, kwargs, exc=exc)
-                if structured is None:
-                    raise
-                return structured
-            structured = runner.finish(started, args, kwargs, value=value)
-            return value if structured is None else structured
-
-        async_wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
-        return async_wrapper
-
-    @functools.wraps(fn)
+def _sync(fn: Callable[..., Any], runner: _Runner) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = runner.begin()
         if started is None:
@@ -308,8 +300,97 @@ def _wrap(
             if structured is None:
                 raise
             return structured
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: logged as cancelled, re-raised unchanged
+            runner.finish(started, args, kwargs, exc=exc)
+            raise
         structured = runner.finish(started, args, kwargs, value=value)
         return value if structured is None else structured
 
-    wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
     return wrapper
+
+
+def _async(fn: Callable[..., Any], runner: _Runner) -> Callable[..., Any]:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = runner.begin()
+        if started is None:
+            return await fn(*args, **kwargs)
+        try:
+            value = await fn(*args, **kwargs)
+        except Exception as exc:
+            structured = runner.finish(started, args, kwargs, exc=exc)
+            if structured is None:
+                raise
+            return structured
+        except BaseException as exc:  # CancelledError (a wait_for timeout), KeyboardInterrupt, SystemExit
+            runner.finish(started, args, kwargs, exc=exc)
+            raise
+        structured = runner.finish(started, args, kwargs, value=value)
+        return value if structured is None else structured
+
+    return wrapper
+
+
+def _generator(fn: Callable[..., Any], runner: _Runner) -> Callable[..., Any]:
+    """A generator tool stays a generator; its call is logged when iteration ends, with its real latency.
+
+    The items reach the caller unchanged in every mode (a stream cannot be swapped for a payload half-way), and an
+    exception is re-raised; the record holds the number of items and, for an error, the structured payload.
+    """
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = runner.begin()
+        if started is None:
+            return (yield from fn(*args, **kwargs))
+        started = dataclasses.replace(started, variant=Variant.LEGACY)
+        items = 0
+        try:
+            for item in fn(*args, **kwargs):
+                items += 1
+                yield item
+        except Exception as exc:
+            runner.finish(started, args, kwargs, exc=exc)
+            raise
+        except GeneratorExit:  # the consumer stopped early: an ordinary end
+            runner.finish(started, args, kwargs, value=f"<generator: {items} items, closed early>")
+            raise
+        except BaseException as exc:
+            runner.finish(started, args, kwargs, exc=exc)
+            raise
+        runner.finish(started, args, kwargs, value=f"<generator: {items} items>")
+        return None
+
+    return wrapper
+
+
+def _async_generator(fn: Callable[..., Any], runner: _Runner) -> Callable[..., Any]:
+    """The async twin of ``_generator``."""
+
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = runner.begin()
+        if started is None:
+            async for item in fn(*args, **kwargs):
+                yield item
+            return
+        started = dataclasses.replace(started, variant=Variant.LEGACY)
+        items = 0
+        try:
+            async for item in fn(*args, **kwargs):
+                items += 1
+                yield item
+        except Exception as exc:
+            runner.finish(started, args, kwargs, exc=exc)
+            raise
+        except GeneratorExit:
+            runner.finish(started, args, kwargs, value=f"<async generator: {items} items, closed early>")
+            raise
+        except BaseException as exc:
+            runner.finish(started, args, kwargs, exc=exc)
+            raise
+        runner.finish(started, args, kwargs, value=f"<async generator: {items} items>")
+
+    return wrapper
+
+
+_WRAPPERS: Final[dict[str, Callable[[Callable[..., Any], _Runner], Any]]] = {
+    "sync": _sync, "async": _async, "generator": _generator, "async_generator": _async_generator,
+}

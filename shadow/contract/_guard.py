@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, overload
 
+from shadow._callables import callable_kind
 from shadow._logs import get_logger
 from shadow._redact import scrub_text
 from shadow.contract._codes import Code
@@ -121,7 +122,7 @@ def _guard(fn: Callable[..., Any], *, rules: Rules | None, idempotent: bool, nam
     signature = inspect.signature(fn)
     expected = _parameters(signature)
 
-    if inspect.iscoroutinefunction(fn):
+    if callable_kind(fn) == "async":  # also an instance with ``async def __call__``, or a partial of one
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Payload:
