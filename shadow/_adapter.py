@@ -19,6 +19,7 @@ from shadow._config import settings
 from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
 from shadow._logs import get_logger
+from shadow._names import check_name, storable_name
 from shadow._redact import JSONValue, cap, scrub_text, to_jsonable
 from shadow.calllog._records import CallRecord
 from shadow.calllog._writer import get_writer
@@ -261,6 +262,8 @@ def _check_options(name: object, rules: object, flags: object) -> None:
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise TypeError(f"shadow.tool: name must be a non-empty string, not {name!r}; "
                         'for example @shadow.tool("create_task")')
+    if name is not None:
+        check_name(name, "shadow.tool: the tool name", '@shadow.tool("create_task")')
     if rules is not None and not isinstance(rules, Rules):
         raise TypeError(f"shadow.tool: rules must be a shadow.Rules, not {type(rules).__name__}")
     if flags is not None and not callable(getattr(flags, "state", None)):
@@ -275,7 +278,7 @@ def _wrap(
     if not callable(fn):
         raise TypeError(f"shadow.tool wraps a function, not {type(fn).__name__}: "
                         '@shadow.tool, @shadow.tool("name") or @shadow.tool(name="name", rules=...)')
-    tool_name = name or getattr(fn, "__name__", None) or "tool"
+    tool_name = name or storable_name(str(getattr(fn, "__name__", None) or "tool"))
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):

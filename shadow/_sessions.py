@@ -17,6 +17,7 @@ from typing import Final, Literal
 from shadow import _clock as clock
 from shadow._ids import new_id
 from shadow._logs import get_logger
+from shadow._names import check_name
 from shadow.calllog._records import MarkRecord
 
 log = get_logger("shadow.sessions")
@@ -35,11 +36,7 @@ _process_session: tuple[int, str] | None = None
 
 
 def _check_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("a session id must be a non-empty string, for example shadow.session('task-42')")
-    if len(session_id) > _MAX_SESSION_ID:
-        raise ValueError(f"a session id may have at most {_MAX_SESSION_ID} characters, not {len(session_id)}")
-    return session_id
+    return check_name(session_id, "the session id", "shadow.session('task-42')", _MAX_SESSION_ID)
 
 
 @contextmanager
