@@ -14,11 +14,14 @@ from typing import Any, Final, TypeVar, overload
 
 from shadow import _clock as clock
 from shadow import _sessions as sessions
+from shadow._callables import callable_kind
 from shadow._config import settings
 from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
 from shadow._logs import get_logger
+from shadow._names import check_name, storable_name
 from shadow._redact import JSONValue, cap, scrub_text, to_jsonable
+from shadow._wrappers import WRAPPERS
 from shadow.calllog._records import CallRecord
 from shadow.calllog._writer import get_writer
 from shadow.contract._codes import Code
@@ -81,12 +84,14 @@ class PendingCall:
     value: Any = None
     exc: BaseException | None = None
     outcome: Outcome | None = None
+    epoch: int | None = None
 
     def build(self) -> CallRecord:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
         limits = settings()
         arguments = _guarded(self._arguments, {})
-        outcome = self.outcome or _guarded(self._outcome, None)
+        cancelled = self.exc is not None and not isinstance(self.exc, Exception)
+        outcome = None if cancelled else self.outcome or _guarded(self._outcome, None)
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
         payload: JSONValue = _guarded(lambda: cap(to_jsonable(served), limits.max_payload_bytes), None)
@@ -104,7 +109,7 @@ class PendingCall:
             fingerprint=_guarded(lambda: fingerprint(arguments), "unfingerprintable"),
             arg_hashes=_guarded(lambda: argument_hashes(arguments), None),
             args=_guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
-            outcome="error" if error is not None or outcome is None else "ok",
+            outcome="cancelled" if cancelled else "error" if error is not None or outcome is None else "ok",
             legacy_payload=_guarded(lambda: self._legacy(limits.max_payload_bytes), "<unavailable>"),
             new_payload=payload,
             code=error.code.value if error is not None else None,
@@ -113,12 +118,13 @@ class PendingCall:
             retry_after_ms=retry_after if isinstance(retry_after, int) else None,
             error_field=field[:200] if isinstance(field, str) else None,
             rule=outcome.rule if outcome is not None else None,
-            unmapped=outcome.unmapped if outcome is not None else True,
-            schema_valid=outcome is not None and is_valid(served),
+            unmapped=outcome.unmapped if outcome is not None else not cancelled,
+            schema_valid=cancelled or (outcome is not None and is_valid(served)),
             latency_us=self.latency_ns // 1000,
             process=_pid(),
             host=sessions.HOST,
             source=self.spec.source,
+            epoch=self.epoch,
         )
 
     def _arguments(self) -> dict[str, Any]:
@@ -167,6 +173,7 @@ class _Started:
     variant: Variant
     session_id: str
     seq: int
+    epoch: int | None = None
     t0: int = dataclasses.field(default_factory=clock.now_ns)
     p0: int = dataclasses.field(default_factory=time.perf_counter_ns)
 
@@ -190,7 +197,8 @@ class _Runner:
                 return None
             sid = sessions.current()
             variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
-            return _Started(state.mode, variant, sid, sessions.next_seq(sid))
+            epoch, seq = sessions.next_position(sid)
+            return _Started(state.mode, variant, sid, seq, epoch)
         except Exception as exc:
             _internal_failure(self.spec.name, exc)
             return None
@@ -200,7 +208,7 @@ class _Runner:
         """Hand the call to the writer; in the structured arm, the payload (as ``deliver`` serves it), else None."""
         latency = time.perf_counter_ns() - started.p0
         outcome = None
-        if started.variant is Variant.STRUCTURED:
+        if started.variant is Variant.STRUCTURED and (exc is None or isinstance(exc, Exception)):
             try:
                 outcome = self.spec.outcome(value, exc)
             except Exception as failure:
@@ -209,8 +217,8 @@ class _Runner:
         try:
             get_writer().submit(PendingCall(
                 spec=self.spec, mode=started.mode, variant=started.variant, session_id=started.session_id,
-                seq=started.seq, started_ns=started.t0, latency_ns=latency, args=args, kwargs=kwargs, value=value,
-                exc=exc, outcome=outcome,
+                seq=started.seq, epoch=started.epoch, started_ns=started.t0, latency_ns=latency, args=args,
+                kwargs=kwargs, value=value, exc=exc, outcome=outcome,
             ))
         except Exception as failure:
             _internal_failure(self.spec.name, failure)
@@ -271,6 +279,8 @@ def _check_options(name: object, rules: object, flags: object) -> None:
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise TypeError(f"shadow.tool: name must be a non-empty string, not {name!r}; "
                         'for example @shadow.tool("create_task")')
+    if name is not None:
+        check_name(name, "shadow.tool: the tool name", '@shadow.tool("create_task")')
     if rules is not None and not isinstance(rules, Rules):
         raise TypeError(f"shadow.tool: rules must be a shadow.Rules, not {type(rules).__name__}")
     if flags is not None and not callable(getattr(flags, "state", None)):
@@ -292,7 +302,7 @@ def _wrap(
     if not callable(fn):
         raise TypeError(f"shadow.tool wraps a function, not {type(fn).__name__}: "
                         '@shadow.tool, @shadow.tool("name") or @shadow.tool(name="name", rules=...)')
-    tool_name = name or getattr(fn, "__name__", None) or "tool"
+    tool_name = name or storable_name(str(getattr(fn, "__name__", None) or "tool"))
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -300,45 +310,9 @@ def _wrap(
     skip = frameworks.check_ignore(ignore, signature, tool_name) | frameworks.injected_parameters(fn, signature)
     runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source, skip), flags, deliver)
     advertised = widened_signature(fn, signature)
-
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = runner.begin()
-            if started is None:
-                return await fn(*args, **kwargs)
-            try:
-                value = await fn(*args, **kwargs)
-            except Exception as exc:
-                structured = runner.finish(started, args, kwargs, exc=exc)
-                if structured is None:
-                    raise
-                return structured
-            structured = runner.finish(started, args, kwargs, value=value)
-            return value if structured is None else structured
-
-        async_wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
-        if advertised is not None:
-            async_wrapper.__signature__ = advertised  # type: ignore[attr-defined]
-        return async_wrapper
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = runner.begin()
-        if started is None:
-            return fn(*args, **kwargs)
-        try:
-            value = fn(*args, **kwargs)
-        except Exception as exc:
-            structured = runner.finish(started, args, kwargs, exc=exc)
-            if structured is None:
-                raise
-            return structured
-        structured = runner.finish(started, args, kwargs, value=value)
-        return value if structured is None else structured
-
-    wrapper.__shadow_tool__ = tool_name  # type: ignore[attr-defined]
+    wrapper = WRAPPERS[callable_kind(fn)](fn, runner)
+    functools.update_wrapper(wrapper, fn)
+    wrapper.__shadow_tool__ = tool_name
     if advertised is not None:
-        wrapper.__signature__ = advertised  # type: ignore[attr-defined]
+        wrapper.__signature__ = advertised
     return wrapper

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -67,21 +68,95 @@ def sqlite_path(url: str) -> Path | None:
     return Path(rest)
 
 
-def _from_env() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One invalid setting: the variable, the value found, what is wrong, and an example of a valid value."""
+
+    variable: str
+    value: str
+    reason: str
+    example: str
+
+    def __str__(self) -> str:
+        return f"{self.variable}={self.value!r} {self.reason}; for example {self.variable}={self.example}"
+
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+
+
+def _check(name: str, var: str, raw: str) -> tuple[Any, Problem | None]:
+    """The setting's value parsed from ``raw``, or a problem (and the value is not used)."""
+    if name == "flag_ttl":
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds < 0:
+            return None, Problem(var, raw, "is not a finite, non-negative number of seconds", "5")
+        return seconds, None
+    if name == "strict":
+        word = raw.strip().lower()
+        if word not in _TRUE | _FALSE:
+            return None, Problem(var, raw, "is not a yes/no value", "1")
+        return word in _TRUE, None
+    if name == "db_url":
+        from shadow.calllog._db import normalise_url
+
+        try:
+            url = normalise_url(raw)
+            from sqlalchemy.engine import make_url
+
+            backend = make_url(url).get_backend_name()
+        except Exception:
+            return None, Problem(var, raw, "is not a database URL", "sqlite:///shadow.db")
+        if backend not in ("sqlite", "postgresql"):
+            return None, Problem(var, raw, f"names a {backend} database; shadow stores to SQLite or PostgreSQL",
+                                 "postgresql+psycopg://user@host:5432/dbname")
+        return raw, None
+    return raw, None
+
+
+def env_problems() -> list[Problem]:
+    """Every invalid ``SHADOW_*`` setting read by ``settings()`` (``shadow doctor`` adds the others)."""
+    return [problem for _name, _value, problem in _read_env() if problem is not None]
+
+
+def _read_env() -> list[tuple[str, Any, Problem | None]]:
+    out = []
     for name, var in _ENV.items():
         raw = os.environ.get(var)
         if raw is None or raw == "":
             continue
-        if name == "flag_ttl":
-            try:
-                out[name] = float(raw)
-            except ValueError:
-                raise ValueError(f"{var}={raw!r} is not a number of seconds, for example {var}=5") from None
-        elif name == "strict":
-            out[name] = raw.lower() in {"1", "true", "yes", "on"}
+        value, problem = _check(name, var, raw)
+        out.append((name, value, problem))
+    return out
+
+
+_reported: set[tuple[str, str]] = set()
+
+
+def report_once(problem: Problem) -> None:
+    """Warn about an invalid setting once per process (the default is used in its place)."""
+    key = (problem.variable, problem.value)
+    if key in _reported:
+        return
+    _reported.add(key)
+    from shadow._logs import get_logger
+
+    get_logger("shadow.config").warning(
+        "setting_invalid", variable=problem.variable, value=problem.value, reason=problem.reason,
+        example=f"{problem.variable}={problem.example}", using="the default",
+    )
+
+
+def _from_env() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value, problem in _read_env():
+        if problem is not None:
+            report_once(problem)
         else:
-            out[name] = raw
+            out[name] = value
     return out
 
 
@@ -116,6 +191,14 @@ def configure(**changes: Any) -> Settings:
     with _lock:
         _current = dataclasses.replace(base, **changes)
         return _current
+
+
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def reset() -> None:

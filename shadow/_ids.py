@@ -12,6 +12,15 @@ _last_ms = 0
 _counter = 0
 
 
+def _after_fork_in_child() -> None:
+    """The parent's threads may have held the lock at ``fork``: the child starts with a free one."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def uuid7() -> uuid.UUID:
     """A UUIDv7: 48-bit Unix milliseconds, then a 12-bit counter and random bits; monotonic per process."""
     global _last_ms, _counter

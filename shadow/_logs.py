@@ -93,13 +93,24 @@ class _Formatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+def level_problem(default: str = "WARNING") -> str | None:
+    """Why ``SHADOW_LOG_LEVEL`` is not a log level, or None when it is (or is unset)."""
+    raw = os.environ.get(LEVEL_ENV)
+    if not raw or isinstance(logging.getLevelName(raw.strip().upper()), int):
+        return None
+    return f"{LEVEL_ENV}={raw!r} is not a log level; for example {LEVEL_ENV}=INFO (DEBUG, INFO, WARNING or ERROR)"
+
+
 def level_from_env(default: str = "WARNING") -> int:
-    """The level ``SHADOW_LOG_LEVEL`` names, else ``default``; an invalid value raises ``ValueError`` saying why."""
-    name = (os.environ.get(LEVEL_ENV) or default).strip().upper()
-    number = logging.getLevelName(name)
-    if not isinstance(number, int):
-        raise ValueError(f"{LEVEL_ENV}={name!r} is not a log level; use DEBUG, INFO, WARNING or ERROR")
-    return number
+    """The level ``SHADOW_LOG_LEVEL`` names, else ``default``; an invalid value is reported once, never raised."""
+    raw = os.environ.get(LEVEL_ENV)
+    if level_problem(default) is not None and raw is not None:
+        from shadow._config import Problem, report_once
+
+        report_once(Problem(LEVEL_ENV, raw, "is not a log level", "INFO"))
+        raw = None
+    number = logging.getLevelName((raw or default).strip().upper())
+    return number if isinstance(number, int) else logging.WARNING
 
 
 def setup_cli(level: int) -> None:

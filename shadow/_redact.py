@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import functools
 import itertools
 import json
 import math
@@ -21,25 +22,76 @@ JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSO
 
 _SECRET_WORDS: Final = frozenset(
     {
-        "password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "authorization", "auth",
-        "cookie", "cookies", "credential", "credentials", "bearer", "signature", "sessionid", "jwt", "otp",
-        "pin", "ssn", "dsn",
+        "password", "passwd", "pwd", "passphrase", "passcode", "pass", "pw", "secret", "secrets", "token",
+        "apikey", "authorization", "auth", "cookie", "cookies", "credential", "credentials", "cred", "creds",
+        "bearer", "signature", "sessionid", "jwt", "otp", "totp", "mfa", "pin", "ssn", "dsn", "cvv", "cvc", "cvv2",
+        "privkey", "secretkey", "connstr", "mnemonic",
+    }
+)
+#: ``<word>_key`` names a credential for these words (``signing_key``, ``master_key``, ...); ``key`` alone too.
+_KEY_OWNERS: Final = frozenset(
+    {
+        "api", "private", "priv", "access", "secret", "signing", "sign", "encryption", "encrypt", "enc", "decryption",
+        "client", "master", "ssh", "gpg", "pgp", "hmac", "auth", "session", "license", "root", "service", "account",
+        "storage", "app", "crypto", "wallet", "aes", "rsa", "jwt", "db", "database", "shared", "subscription", "x",
     }
 )
 _SECRET_PAIRS: Final = frozenset(
-    {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"), ("client", "secret"),
-     ("set", "cookie"), ("session", "id"), ("x", "api")}
+    {("client", "secret"), ("set", "cookie"), ("session", "id"), ("x", "api"), ("connection", "string"),
+     ("recovery", "code"), ("backup", "code"), ("seed", "phrase"), ("security", "code"), ("verification", "code"),
+     ("card", "number"), ("account", "number"), ("routing", "number")}
 )
 _WORD_SPLIT = re.compile(r"[^a-zA-Z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
-_SECRET_VALUE = re.compile(
-    r"(?i:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"
-    r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{12,}"
-    r"|\b(?:ghp|gho|ghs|github_pat|xox[abps])_[A-Za-z0-9_-]{12,}"
-    r"|\bAKIA[0-9A-Z]{16}\b"
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
-    r"|(?i:password|passwd|pwd|secret|token|api[_-]?key)\s*[=:]\s*[^\s&,;\"']+"
-    r"|://[^/\s:@]+:[^/\s@]+@"
+
+# Credential-shaped text, derived from detect-secrets' plugins (1.5: aws, azure_storage_key, basic_auth, discord,
+# github_token, gitlab_token, jwt, keyword, mailchimp, npm, openai, private_key, pypi_token, sendgrid, slack,
+# square_oauth, stripe, telegram_token, twilio) and gitleaks' rule families. Redaction runs in the writer for every
+# string of every record, so each family sits behind a cheap test: most strings are short or plain prose and skip
+# every regex but one fast scan (a scan that starts with literal alternatives, which ``re`` searches quickly).
+_KEY_BLOCK = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"|PuTTY-User-Key-File-\d:.*",
+    re.DOTALL,
 )
+_URL_CREDENTIALS = re.compile(r"(?<=://)([^\s/:@]*:)[^\s/]*@")
+_KEYWORD = (
+    r"(?:password|passwd|passphrase|passcode|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key"
+    r"|priv(?:ate)?[_-]?key|client[_-]?key|account[_-]?key|signing[_-]?key|db[_-]?pass|credentials?"
+    r"|session[_-]?id|sessionid|sharedaccesskey"
+    r"|k(?<![a-z0-9]k)ey(?![a-z0-9])|p(?<![a-z0-9]p)ass(?![a-z0-9])|p(?<![a-z0-9]p)w(?![a-z0-9]))"
+)
+#: Searched in the lower-cased text: where a credential word starts (every alternative begins with a literal).
+_WORD = re.compile(r"set-cookie|cookie|proxy-authorization|authorization|bearer|basic|" + _KEYWORD[3:-1])
+#: Matched where ``_WORD`` found a word: a header, an auth scheme, or ``<credential word> = value``.
+_AT_WORD = re.compile(
+    r"(?P<header>(?:(?:set-)?cookie|(?:proxy-)?authorization)\s*:\s*)[^\r\n]+"
+    r"|(?:bearer|basic)\s+[a-z0-9._~+/=-]{8,}"
+    r"|(?P<kv>" + _KEYWORD + r"\w*[\"'\]]{0,2}\s*(?::=|[:=])\s*)(?P<q>[\"'`])?(?(q)[^\"'`\r\n]+|[^\s\"',;&}]+)"
+)
+_AT_WORD_ANY_CASE = re.compile(_AT_WORD.pattern, re.IGNORECASE)
+#: Provider tokens are runs of at least 20 token characters: only such runs are searched for them.
+_LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=:]{20,}")
+_TOKEN = re.compile(
+    r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}"
+    r"|\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{12,}"
+    r"|\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{12,}"
+    r"|\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{16,}"
+    r"|\bxox[abposr]-[A-Za-z0-9-]{8,}"
+    r"|hooks\.slack\.com/services/[A-Za-z0-9_/]+"
+    r"|\bAIza[0-9A-Za-z_-]{30,}"
+    r"|\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+    r"|\bnpm_[A-Za-z0-9]{30,}"
+    r"|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+    r"|\bpypi-AgE[A-Za-z0-9_-]{50,}"
+    r"|\bsq0(?:csp|atp)-[0-9A-Za-z_-]{20,}"
+    r"|\b[0-9a-f]{32}-us[0-9]{1,2}\b"
+    r"|\b(?:AC|SK)[0-9a-f]{32}\b"
+    r"|\b\d{8,10}:[0-9A-Za-z_-]{35}\b"
+    r"|\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}\b"
+)
+#: Shorter than this and without ``:`` or ``=``, a text holds nothing the patterns find.
+_SHORTEST: Final = 20
 
 
 class Public(str):
@@ -48,32 +100,65 @@ class Public(str):
     __slots__ = ()
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
-    """Whether a mapping key names a credential (``password``, ``api_key``, ``X-Auth-Token``, ...)."""
+    """Whether a mapping key names a credential (``password``, ``api_key``, ``X-Auth-Token``, ``key``, ...)."""
     words = [w.lower() for w in _WORD_SPLIT.split(key) if w]
     if any(w in _SECRET_WORDS for w in words):
         return True
     joined = "".join(words)
-    if joined in _SECRET_WORDS or joined in {"apikey", "privatekey", "accesskey", "clientsecret", "setcookie"}:
+    if joined in _SECRET_WORDS or joined == "key" or joined in {"privatekey", "accesskey", "clientsecret",
+                                                                 "setcookie", "seedphrase", "recoverycode"}:
         return True
-    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
+    if joined.endswith("key") and joined[:-3] in _KEY_OWNERS:
+        return True
+    return any(pair in _SECRET_PAIRS or (pair[1] in ("key", "keys") and pair[0] in _KEY_OWNERS)
+               for pair in itertools.pairwise(words))
 
 
 def scrub_text(text: str) -> str:
-    """Replace credential-shaped substrings (bearer tokens, API keys, URL passwords) inside free text."""
+    """Replace credential-shaped substrings (provider tokens, keys, URL passwords, PEM keys) inside free text."""
     if isinstance(text, Public):
         return text
-    return _SECRET_VALUE.sub(_scrub_match, text)
+    if len(text) < _SHORTEST and ":" not in text and "=" not in text:
+        return text
+    if "PRIVATE KEY" in text or "PuTTY-User" in text:
+        text = _KEY_BLOCK.sub(REDACTED, text)
+    if "://" in text and "@" in text:
+        text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _scrub_words(text)
+    if _LONG_RUN.search(text) is not None:
+        text = _TOKEN.sub(REDACTED, text)
+    return text
 
 
-def _scrub_match(match: re.Match[str]) -> str:
-    found = match.group(0)
-    if found.startswith("://"):
-        return "://" + REDACTED + "@"
-    for sep in ("=", ":"):
-        head, _, _ = found.partition(sep)
-        if sep in found and not head.lower().startswith(("bearer", "basic")) and len(head) < 20:
-            return f"{head}{sep}{REDACTED}"
+def _scrub_words(text: str) -> str:
+    low = text.lower()
+    if len(low) != len(text):  # lower-casing changed the length (rare scripts): match case-insensitively instead
+        return _AT_WORD_ANY_CASE.sub(lambda m: _replacement(m, text), text)
+    hit = _WORD.search(low)
+    if hit is None:
+        return text
+    pieces: list[str] = []
+    done = 0
+    while hit is not None:
+        found = _AT_WORD.match(low, hit.start())
+        if found is None:
+            hit = _WORD.search(low, hit.start() + 1)
+            continue
+        pieces += (text[done:found.start()], _replacement(found, text))
+        done = found.end()
+        hit = _WORD.search(low, done)
+    return "".join(pieces) + text[done:]
+
+
+def _replacement(found: re.Match[str], text: str) -> str:
+    """What replaces one ``_AT_WORD`` match: the word and separator as written, then the redaction marker."""
+    for group in ("kv", "header"):
+        if found.group(group) is not None:
+            start, end = found.span(group)
+            quote = (found.group("q") or "") if group == "kv" else ""
+            return text[start:end] + quote + REDACTED
     return REDACTED
 
 

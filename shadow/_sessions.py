@@ -7,6 +7,7 @@ import itertools
 import os
 import socket
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Final, Literal
 from shadow import _clock as clock
 from shadow._ids import new_id
 from shadow._logs import get_logger
+from shadow._names import check_name
 from shadow.calllog._records import MarkRecord
 from shadow.integrations._context import framework_session
 
@@ -29,17 +31,13 @@ _MAX_COUNTERS: Final = 100_000
 HOST: Final = socket.gethostname()[:255]
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("shadow_session", default=None)
-_counters: OrderedDict[str, itertools.count[int]] = OrderedDict()
+_counters: OrderedDict[str, tuple[int, itertools.count[int]]] = OrderedDict()
 _counters_lock = threading.Lock()
 _process_session: tuple[int, str] | None = None
 
 
 def _check_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("a session id must be a non-empty string, for example shadow.session('task-42')")
-    if len(session_id) > _MAX_SESSION_ID:
-        raise ValueError(f"a session id may have at most {_MAX_SESSION_ID} characters, not {len(session_id)}")
-    return session_id
+    return check_name(session_id, "the session id", "shadow.session('task-42')", _MAX_SESSION_ID)
 
 
 @contextmanager
@@ -68,8 +66,10 @@ def process_session() -> str:
 
 
 def _forget_process_session() -> None:
-    global _process_session
+    """After ``fork`` in the child: a new process session, and a lock no thread of the parent can be holding."""
+    global _process_session, _counters_lock
     _process_session = None
+    _counters_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_process_session)
@@ -84,17 +84,37 @@ def current() -> str:
     return _current.get() or framework_session() or process_session()
 
 
+def next_position(session_id: str) -> tuple[int, int]:
+    """``(epoch, seq)``: the session's counter epoch and its next sequence number (shared by calls and marks).
+
+    Counters live per process; the least recently used is evicted past ``_MAX_COUNTERS``. A counter started anew (a
+    new process, or a session idle through 100,000 others) restarts seq at 1 under a later epoch, and events order
+    by (epoch, seq), so a restart never reads as earlier events.
+    """
+    with _counters_lock:
+        found = _counters.get(session_id)
+        if found is None:
+            found = _counters[session_id] = (_new_epoch(), itertools.count(1))
+            if len(_counters) > _MAX_COUNTERS:
+                _counters.popitem(last=False)
+        else:
+            _counters.move_to_end(session_id)
+        return found[0], next(found[1])
+
+
 def next_seq(session_id: str) -> int:
-    """The next sequence number in ``session_id`` (shared by calls and marks, across threads)."""
-    counter = _counters.get(session_id)
-    if counter is None:
-        with _counters_lock:
-            counter = _counters.get(session_id)
-            if counter is None:
-                counter = _counters[session_id] = itertools.count(1)
-                if len(_counters) > _MAX_COUNTERS:
-                    _counters.popitem(last=False)
-    return next(counter)
+    """The next sequence number in ``session_id`` (``next_position`` without the epoch)."""
+    return next_position(session_id)[1]
+
+
+_last_epoch = 0
+
+
+def _new_epoch() -> int:
+    """Microseconds since 1970, strictly increasing within the process (called under ``_counters_lock``)."""
+    global _last_epoch
+    _last_epoch = max(time.time_ns() // 1000, _last_epoch + 1)
+    return _last_epoch
 
 
 def mark(kind: MarkKind, *, source: str = "live") -> None:
@@ -102,10 +122,12 @@ def mark(kind: MarkKind, *, source: str = "live") -> None:
     if kind not in MARK_KINDS:
         raise ValueError(f"mark kind must be one of {', '.join(MARK_KINDS)}, not {kind!r}")
     sid = current()
+    epoch, seq = next_position(sid)
     record = MarkRecord(
         id=new_id(),
         session_id=sid,
-        seq=next_seq(sid),
+        seq=seq,
+        epoch=epoch,
         ts=clock.now(),
         kind=kind,
         process=str(os.getpid()),

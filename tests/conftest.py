@@ -15,6 +15,8 @@ from shadow import _config as config
 from shadow import _sessions as sessions
 
 PG_ENV = "SHADOW_TEST_POSTGRES_URL"
+# One fingerprint key for the suite and its subprocesses, so no test writes ~/.config/shadow/fingerprint.key.
+os.environ.setdefault("SHADOW_FINGERPRINT_KEY", "shadow-test-suite-key")
 
 
 @pytest.fixture(autouse=True)

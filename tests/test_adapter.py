@@ -360,11 +360,11 @@ def test_a_broken_flag_source_falls_back_to_the_legacy_call() -> None:
 def test_methods_are_logged_without_self(store: InMemoryStore) -> None:
     class Tools:
         @tool(name="lookup", flags=InMemoryFlags({"lookup": "shadow"}))
-        def lookup(self, key: str) -> str:
-            return key
+        def lookup(self, item: str) -> str:
+            return item
 
     assert Tools().lookup("k") == "k"
-    assert calls(store)[0].args == {"key": "k"}
+    assert calls(store)[0].args == {"item": "k"}
 
 
 def test_a_positional_name_names_the_tool_as_langchain_style_decorators_allow(store: InMemoryStore) -> None:

@@ -123,5 +123,15 @@ def csv_rows(report: LoopRateReport, by: By = "tool") -> list[list[object]]:
 def render_csv(report: LoopRateReport, by: By = "tool") -> str:
     """The report as CSV text (header row first)."""
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(csv_rows(report, by))
+    csv.writer(buf, lineterminator="\n").writerows([[_cell(v) for v in row] for row in csv_rows(report, by)])
     return buf.getvalue()
+
+
+_FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula gets a leading ``'`` (tool names come from model output)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value

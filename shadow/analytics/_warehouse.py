@@ -246,6 +246,32 @@ class Warehouse:
             self.con.execute(f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES ($key, $value)",
                              {"key": key, "value": value})
 
+    def _checked_state(self, rebuild: bool) -> dict[str, str]:
+        """The sync state; a file shadow did not create is refused (whatever ``rebuild``), a damaged one is a clear
+        error, and ``rebuild`` moves a damaged one aside (never deleted) and starts a new warehouse."""
+        assert self.path is not None
+        try:
+            state = self.state()
+            foreign = [] if state else [name for (name,) in self.con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE NOT starts_with(table_name, '_stage_')"
+            ).fetchall()]
+        except duckdb.Error as exc:
+            reason = str(exc).splitlines()[0][:200]
+            if not rebuild:
+                raise WarehouseError(f"the warehouse {self.path} cannot be read ({reason}); it may be truncated or "
+                                     "damaged: `shadow sync --rebuild` moves it aside and builds a new one") from None
+            self.con.close()
+            aside = self.path.with_name(f"{self.path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}")
+            self.path.replace(aside)
+            self.con = duckdb.connect(str(self.path))
+            _configure(self.con, DEFAULT_MEMORY_LIMIT)
+            return {}
+        if foreign:
+            raise WarehouseError(f"{self.path} is a DuckDB file shadow did not create (it holds "
+                                 f"{', '.join(sorted(foreign)[:5])}); shadow never replaces tables it does not own, "
+                                 "whatever the flags: choose another warehouse file (--warehouse or SHADOW_WAREHOUSE)")
+        return state
+
     # --- sync ---
 
     def sync(self, url: str | None = None, *, rebuild: bool = False, margin: dt.timedelta = DEFAULT_MARGIN,
@@ -262,7 +288,7 @@ class Warehouse:
         url = db.normalise_url(url or settings().db_url)
         engine = db.engine(url)
         check_source(engine, url, (*LOG_TABLES, *SMALL_TABLES))
-        state = self.state()
+        state = self._checked_state(rebuild)
         if not rebuild and state and state.get("source") != display_url(url):
             raise WarehouseError(f"the warehouse {self.path} was built from {state.get('source')}, not "
                                  f"{display_url(url)}; run `shadow sync --rebuild` to start over from the new "

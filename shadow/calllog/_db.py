@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any, Final
 
 from sqlalchemy import Engine, create_engine, event
@@ -43,6 +44,49 @@ def normalise_url(url: str) -> str:
     return url
 
 
+class _ForkGate:
+    """Keeps ``fork`` out of SQLite transactions.
+
+    SQLite keeps its in-process lock state in library memory: a child forked while a thread of the parent held a
+    connection mid-transaction inherits that lock, held by a connection it does not have, and its own writes then wait
+    for a lock that is never released. ``fork`` waits (at most ``_FORK_WAIT`` seconds) until no SQLite connection is
+    checked out, and none is checked out until it is done.
+    """
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.busy = 0
+
+    def enter(self, *_args: Any) -> None:
+        with self.cond:
+            self.busy += 1
+
+    def leave(self, *_args: Any) -> None:
+        with self.cond:
+            self.busy = max(0, self.busy - 1)
+            if not self.busy:
+                self.cond.notify_all()
+
+    def before_fork(self) -> None:
+        self.cond.acquire()
+        deadline = time.monotonic() + _FORK_WAIT
+        while self.busy and (left := deadline - time.monotonic()) > 0:
+            self.cond.wait(left)
+
+    def after_fork_in_parent(self) -> None:
+        self.cond.release()
+
+    def after_fork_in_child(self) -> None:
+        self.cond = threading.Condition()
+        self.busy = 0
+
+
+_FORK_WAIT: Final = 5.0
+_gate = _ForkGate()
+os.register_at_fork(before=_gate.before_fork, after_in_parent=_gate.after_fork_in_parent,
+                    after_in_child=_gate.after_fork_in_child)
+
+
 def create(url: str, **kwargs: Any) -> Engine:
     """A new engine for ``url``, with SQLite set up for several writers (WAL, 30 s busy timeout)."""
     url = normalise_url(url)
@@ -57,6 +101,8 @@ def create(url: str, **kwargs: Any) -> Engine:
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
+        event.listen(engine, "checkout", _gate.enter)
+        event.listen(engine, "checkin", _gate.leave)
         return engine
     connect_args: dict[str, Any] = {}
     if url.startswith("postgresql") and "connect_timeout" not in url:
@@ -75,7 +121,10 @@ def engine(url: str) -> Engine:
 
 
 def _after_fork_in_child() -> None:
-    """A forked child must not reuse its parent's connections: drop them from the pools without closing them."""
+    """A forked child must not reuse its parent's connections (dropped from the pools without closing them), nor
+    wait on a lock a thread of the parent held at ``fork``."""
+    global _lock
+    _lock = threading.Lock()
     for item in list(_engines.values()):
         item.dispose(close=False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,6 +107,14 @@ def ensure(url: str) -> None:
                 if _current_on(conn) != target:
                     command.upgrade(alembic_config(url, conn), "head")
         _ensured.add(url)
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def forget(url: str | None = None) -> None:

@@ -39,6 +39,7 @@ class CallRecord:
     process: str
     host: str
     source: str = "live"
+    epoch: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The row to insert into ``calls``."""
@@ -57,6 +58,7 @@ class MarkRecord:
     process: str
     host: str
     source: str = "live"
+    epoch: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The row to insert into ``marks``."""

@@ -32,6 +32,9 @@ metadata: Final = MetaData(naming_convention=NAMING_CONVENTION)
 #: Server-side insert time (whole seconds on SQLite, microseconds on PostgreSQL); sync re-reads a margin before
 #: its watermark, so the coarse SQLite clock and out-of-order commits lose nothing.
 _INSERTED_AT = text("CURRENT_TIMESTAMP")
+#: A session's events order by (epoch, seq): seq restarts when a process restarts (or evicts an idle session's
+#: counter), and the new counter's later epoch keeps the restart from reading as earlier events.
+_EPOCH_COMMENT = "microseconds since 1970 when this process started the session's seq counter"
 
 calls: Final = Table(
     "calls",
@@ -46,7 +49,7 @@ calls: Final = Table(
     Column("fingerprint", String(64), nullable=False, comment="hash of the canonical JSON of the arguments"),
     Column("arg_hashes", JSON, nullable=True, comment="per top-level argument fingerprint, for repair analysis"),
     Column("args", JSON, nullable=True, comment="arguments, redacted and truncated"),
-    Column("outcome", String(8), nullable=False, comment="ok or error"),
+    Column("outcome", String(16), nullable=False, comment="ok, error or cancelled"),
     Column("legacy_payload", JSON, nullable=True, comment="what the legacy tool produced, redacted and truncated"),
     Column("new_payload", JSON, nullable=True, comment="the structured payload"),
     Column("code", String(32), nullable=True),
@@ -62,6 +65,7 @@ calls: Final = Table(
     Column("host", String(255), nullable=False),
     Column("source", String(32), nullable=False, server_default="live", comment="live, proxy or import"),
     Column("inserted_at", DateTime(timezone=True), nullable=False, server_default=_INSERTED_AT),
+    Column("epoch", BigInteger, nullable=True, comment=_EPOCH_COMMENT),
     Index(None, "session_id", "seq"),
     Index(None, "tool", "ts"),
     Index(None, "inserted_at"),
@@ -79,6 +83,7 @@ marks: Final = Table(
     Column("host", String(255), nullable=False),
     Column("source", String(32), nullable=False, server_default="live"),
     Column("inserted_at", DateTime(timezone=True), nullable=False, server_default=_INSERTED_AT),
+    Column("epoch", BigInteger, nullable=True, comment=_EPOCH_COMMENT),
     Index(None, "session_id", "seq"),
     Index(None, "inserted_at"),
 )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from shadow._logs import get_logger
+from shadow._redact import scrub_text
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._spool import Spool, SpoolFile
 from shadow.calllog._store import StoreUnavailable
@@ -491,7 +492,8 @@ class Writer:
         return str(self.spool.active_path) if self.spool is not None else None
 
     def _fail(self, event: str, exc: BaseException, **fields: object) -> None:
-        log.error(event, error_type=type(exc).__name__, error=str(exc)[:300], exc_info=exc, **fields)
+        # No traceback and no statement text: a database error quotes every parameter of the rows it refused.
+        log.error(event, error_type=type(exc).__name__, error=_error_text(exc), **fields)
         if self.strict:
             self._errors.append(exc)
 
@@ -506,3 +508,9 @@ class Writer:
                     os.close(held.fd)
                 held.fd = -1
         self._replays.clear()
+
+
+def _error_text(exc: BaseException) -> str:
+    """The driver's first line of ``exc`` (never SQLAlchemy's ``[SQL: ...] [parameters: ...]``), scrubbed."""
+    text = str(getattr(exc, "orig", None) or exc).split("\n", 1)[0]
+    return scrub_text(text.split("[SQL:", 1)[0].strip())[:300]

@@ -15,5 +15,6 @@ from shadow.cli import _dashboard as _dashboard  # isort: skip
 from shadow.cli import _db as _db  # isort: skip
 from shadow.cli import _integrations as _integrations  # isort: skip
 from shadow.cli import _eval as _eval  # isort: skip
+from shadow.cli import _doctor as _doctor  # isort: skip
 
 __all__ = ["ExitCode", "app", "main"]

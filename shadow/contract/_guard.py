@@ -9,7 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, overload
 
+from shadow._callables import callable_kind
 from shadow._logs import get_logger
+from shadow._redact import scrub_text
 from shadow.contract._codes import Code
 from shadow.contract._payloads import ErrorPayload, Payload, ToolError, ok
 from shadow.contract._rules import Rules, Translation
@@ -20,6 +22,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _DEFAULT_RULES = Rules.default()
+_MAX_LOGGED_TEXT = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,9 @@ def outcome_of_exception(
     """
     translation = (rules or _DEFAULT_RULES).translate_exception(exc, idempotent=idempotent)
     if translation.unmapped and not quiet:
-        log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__, exc_info=exc)
+        # The type and a scrubbed, bounded message only: exception text and tracebacks may carry credentials.
+        log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__,
+                    error=scrub_text(str(exc))[:_MAX_LOGGED_TEXT])
     return Outcome.of_translation(translation)
 
 
@@ -117,7 +122,7 @@ def _guard(fn: Callable[..., Any], *, rules: Rules | None, idempotent: bool, nam
     signature = inspect.signature(fn)
     expected = _parameters(signature)
 
-    if inspect.iscoroutinefunction(fn):
+    if callable_kind(fn) == "async":  # also an instance with ``async def __call__``, or a partial of one
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Payload:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from shadow._logs import get_logger
+from shadow._names import check_name, storable_name
+from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
 
@@ -110,7 +112,7 @@ class Rules:
         name: str | None = None,
     ) -> Rules:
         """A copy with an exception rule put first (it wins over the existing ones)."""
-        rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), name or _name(match))
+        rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), _rule_name(name, match))
         return Rules((rule, *self.exception_rules), self.result_rules)
 
     def on_result(
@@ -125,7 +127,7 @@ class Rules:
         """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the error text."""
         predicate = text_matches(match) if isinstance(match, str) else match
         resolved = spec(code).code if code is not None else None
-        rule = ResultRule(predicate, resolved, message, context, name or _name(match))
+        rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match))
         return Rules(self.exception_rules, (rule, *self.result_rules))
 
     def translate_exception(self, exc: BaseException, *, idempotent: bool = True) -> Translation:
@@ -166,9 +168,12 @@ def _build(
 ) -> ToolError:
     ctx = dict(context(source) or {}) if context is not None else None
     if callable(message):
-        text = message(source)
+        text: str | None = scrub_text(message(source))
     elif message is not None:
-        text = message.format_map(_Defaulting(ctx or {}))
+        # Filled from the redacted context: a credential in a context value must not reach the model through the
+        # message while ``context`` shows it redacted.
+        safe = to_jsonable(ctx or {})
+        text = message.format_map(_Defaulting(safe if isinstance(safe, dict) else {}))
     else:
         text = None
     return ToolError.of(code, text, idempotent=idempotent, context=ctx)
@@ -181,6 +186,13 @@ class _Defaulting(dict[str, Any]):
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:
     return re.compile(pattern, re.IGNORECASE) if pattern is not None else None
+
+
+def _rule_name(name: str | None, match: object) -> str:
+    """A given name must be storable (a clear error at ``on``); a derived one is made storable."""
+    if name is not None:
+        return check_name(name, "the rule name", 'Rules.default().on(KeyError, "not_found", name="missing-key")')
+    return storable_name(_name(match))
 
 
 def _name(match: object) -> str:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import hashlib
+import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -122,6 +124,20 @@ def parse_env(text: str) -> dict[str, FlagState]:
     return out
 
 
+def parse_env_lenient(text: str) -> tuple[dict[str, FlagState], list[str]]:
+    """``parse_env`` that keeps the valid pairs and says what is wrong with each other one."""
+    out: dict[str, FlagState] = {}
+    problems: list[str] = []
+    for raw in text.split(","):
+        if not raw.strip():
+            continue
+        try:
+            out.update(parse_env(raw))
+        except ValueError as exc:
+            problems.append(str(exc))
+    return out, problems
+
+
 class StaticFlags:
     """Flags fixed in memory, for example from ``SHADOW_FLAGS`` in front of the database."""
 
@@ -141,13 +157,19 @@ class DbFlags:
     """Flags in the database (tables ``flags`` and ``flag_audit``), cached per process for ``ttl`` seconds.
 
     Loading and refreshing happen in a background thread, so a tool call never waits on the database: until the
-    first load has finished (``wait`` blocks for it, for example at start-up) and whenever the database cannot be
-    read, every tool is served legacy, the safe default. Changes made through this object apply at once here.
+    first load has finished (``wait`` blocks for it, for example at start-up) every tool is served legacy. When the
+    database becomes unreadable, the last flags read stay in force for ``stale_after`` seconds (default: 60, or 10
+    TTLs if longer), so a database blip does not flip tools; after that every tool is served legacy, as the kill
+    switch would, until a read succeeds again. Changes made through this object apply at once here.
     """
 
-    def __init__(self, url: str, *, ttl: float = 5.0) -> None:
+    def __init__(self, url: str, *, ttl: float = 5.0, stale_after: float | None = None) -> None:
         self.url = db.normalise_url(url)
-        self.ttl = ttl
+        self.ttl = ttl if math.isfinite(ttl) and ttl >= 0 else 5.0  # a NaN or infinite TTL would never refresh
+        bound = max(60.0, 10 * self.ttl) if stale_after is None else stale_after
+        self.stale_after = bound if math.isfinite(bound) and bound >= 0 else 60.0
+        self._read_ok_at = 0.0
+        self._stale_reported = False
         self._states: dict[str, FlagState] | None = None
         self._killed = False
         self._loaded_at = 0.0
@@ -155,6 +177,7 @@ class DbFlags:
         self._refreshing = False
         self._ready = False
         self._loaded = threading.Event()
+        _instances.add(self)
 
     # -- reading (hot path)
 
@@ -165,9 +188,10 @@ class DbFlags:
             if not self._refreshing:
                 self._refresh_soon()
             return LEGACY
-        if time.monotonic() - self._loaded_at > self.ttl and not self._refreshing:
+        now = time.monotonic()
+        if now - self._loaded_at > self.ttl and not self._refreshing:
             self._refresh_soon()
-        if self._killed:
+        if self._killed or now - self._read_ok_at > self.stale_after:
             return LEGACY
         return states.get(tool, LEGACY)
 
@@ -192,14 +216,21 @@ class DbFlags:
         try:
             states, killed = self.states()
         except Exception as exc:
-            log.warning("flags_unreadable", url=db.safe_url(self.url), error_type=type(exc).__name__)
+            now = time.monotonic()
+            stale = now - self._read_ok_at > self.stale_after
+            if not self._stale_reported:
+                log.warning("flags_unreadable", url=db.safe_url(self.url), error_type=type(exc).__name__,
+                            serving="legacy" if stale or self._states is None else "the last flags read",
+                            legacy_after_s=self.stale_after)
+                self._stale_reported = stale
             if self._states is None:
                 self._states = {}
-            self._loaded_at = time.monotonic()
+            self._loaded_at = now
         else:
             old = self._states
             self._states, self._killed = states, killed
-            self._loaded_at = time.monotonic()
+            self._loaded_at = self._read_ok_at = time.monotonic()
+            self._stale_reported = False
             if old is not None and old != states:
                 log.info("flags_changed", changed=sorted(k for k in states.keys() | old.keys()
                                                          if states.get(k) != old.get(k)))
@@ -329,7 +360,7 @@ def current() -> FlagSource:
         return found
     with _lock:
         if _source is None:
-            from shadow._config import settings
+            from shadow._config import Problem, report_once, settings
 
             current_settings = settings()
             stored = DbFlags(current_settings.db_url, ttl=current_settings.flag_ttl)
@@ -337,9 +368,28 @@ def current() -> FlagSource:
             source: FlagSource = stored
             pinned = os.environ.get(ENV_VAR)
             if pinned:
-                source = StaticFlags(parse_env(pinned), fallback=source)
+                states, problems = parse_env_lenient(pinned)
+                for problem in problems:
+                    example = "'search=shadow,book=cutover:25'"
+                    report_once(Problem(ENV_VAR, pinned, f"is not valid ({problem})", example))
+                source = StaticFlags(states, fallback=source)
             _source = source
         return _source
+
+
+_instances: weakref.WeakSet[DbFlags] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """The parent's locks may be held and its refresh thread does not exist here: start both afresh."""
+    global _lock
+    _lock = threading.Lock()
+    for flags in list(_instances):
+        flags._lock = threading.Lock()
+        flags._refreshing = False
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def wait(timeout: float | None = 5.0) -> bool:

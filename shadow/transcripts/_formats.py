@@ -89,7 +89,7 @@ def documents(text: str, name: str) -> Iterator[tuple[str, object] | Problem]:
     try:
         yield "", json.loads(stripped)
         return
-    except json.JSONDecodeError as whole:
+    except (ValueError, RecursionError) as whole:
         first_error = whole
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     parsed: list[tuple[str, object] | Problem] = []
@@ -100,6 +100,8 @@ def documents(text: str, name: str) -> Iterator[tuple[str, object] | Problem]:
             good += 1
         except json.JSONDecodeError as exc:
             parsed.append(Problem(f"{name}:line {number}", f"not JSON ({exc.msg} at column {exc.colno}); skipped"))
+        except (ValueError, RecursionError) as exc:
+            parsed.append(Problem(f"{name}:line {number}", f"{unreadable(exc)}; skipped"))
     if good and good == len(parsed):
         yield from parsed
         return
@@ -110,10 +112,20 @@ def documents(text: str, name: str) -> Iterator[tuple[str, object] | Problem]:
     if good:
         yield from parsed
         return
-    raise FormatError(
-        f"{name} is neither JSON nor JSON lines (line {first_error.lineno}, column {first_error.colno}: "
-        f"{first_error.msg}); check that it is an export of transcripts"
-    )
+    where = (f"line {first_error.lineno}, column {first_error.colno}: {first_error.msg}"
+             if isinstance(first_error, json.JSONDecodeError) else unreadable(first_error))
+    raise FormatError(f"{name} is neither JSON nor JSON lines ({where}); check that it is an export of transcripts")
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why a JSON text or a record could not be read, in words (deep nesting, a huge number, bad JSON, ...)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, UnicodeError):
+        return "not valid Unicode text (a lone surrogate)"
+    return str(exc)[:240] or type(exc).__name__
 
 
 def _concatenated(text: str) -> list[object] | None:
@@ -123,7 +135,7 @@ def _concatenated(text: str) -> list[object] | None:
     while index < len(text):
         try:
             value, end = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return None
         found.append(value)
         index = end
@@ -199,6 +211,8 @@ def parse_arguments(raw: object) -> dict[str, Any]:
             value = json.loads(raw)
         except ValueError:
             return {"_unparsed_arguments": raw}
+        except RecursionError:
+            raise ValueError("the arguments are nested too deeply to read") from None
     if isinstance(value, Mapping):
         return {str(k): v for k, v in value.items()}
     return {"_arguments": value}
@@ -255,7 +269,11 @@ def parse_chat(fmt: Format, text: str, name: str, *, messages_key: str | None = 
             label = f"{name}:{inner}" if inner else name
             conversation = Conversation(label, conversation_id(record, id_key), ts=time_of(record))
             reader = _openai_messages if fmt == "openai" else _anthropic_messages
-            reader(messages, label, conversation, parsed.problems)
+            try:
+                reader(messages, label, conversation, parsed.problems)
+            except (ValueError, RecursionError) as exc:  # one bad record: skipped, the rest is read
+                parsed.problems.append(Problem(label, f"{unreadable(exc)}; the conversation is skipped"))
+                continue
             parsed.conversations.append(conversation)
     return parsed
 

@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from shadow import _sessions as sessions
 from shadow._adapter import PendingCall, ToolSpec
+from shadow._names import check_name
 from shadow._redact import JSONValue, to_jsonable
 from shadow.calllog import _db as db
 from shadow.calllog import _migrate as migrate
@@ -37,6 +38,7 @@ from shadow.transcripts._formats import (
     Problem,
     parse_chat,
     text_of,
+    unreadable,
 )
 from shadow.transcripts._otel import parse_otel
 
@@ -198,34 +200,61 @@ def records(read: ReadFile, options: ImportOptions, summary: Summary, rules: Rul
     for index, conversation in enumerate(read.parsed.conversations):
         summary.conversations += 1
         sid = session_of(conversation, read, index)
-        base = conversation.ts or read.mtime
-        for seq, event in enumerate(conversation.events, 1):
-            ts = event.ts or base + dt.timedelta(microseconds=seq)
-            if isinstance(event, Mark):
-                summary.user_turns += event.kind == "user_turn"
-                summary.ends += event.kind == "end"
-                yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, SOURCE)
-                continue
-            outcome = outcome_of(event, options, rules)
-            spec = ToolSpec(event.tool, rules, True, None, SOURCE)
-            started = int(ts.timestamp() * 1_000_000) * 1000
-            pending = PendingCall(spec=spec, mode=mode, variant=options.variant, session_id=sid, seq=seq,
-                                  started_ns=started, latency_ns=event.latency_us * 1000, args=(),
-                                  kwargs=event.arguments, value=_legacy(event), outcome=outcome)
-            record = pending.build()
-            summary.calls += 1
-            summary.errors += record.outcome == "error"
-            summary.unrecorded_arguments += not event.arguments_recorded
-            yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE)
+        counts = Summary()
+        try:
+            found = list(_conversation_records(conversation, sid, read, options, counts, rules, mode))
+        except (ValueError, RecursionError) as exc:  # one bad record: skipped with its place and reason
+            summary.problems.append(Problem(conversation.where, f"{unreadable(exc)}; the conversation is skipped"))
+            continue
+        for name in ("calls", "errors", "user_turns", "ends", "unrecorded_arguments"):
+            setattr(summary, name, getattr(summary, name) + getattr(counts, name))
+        yield from found
 
 
-def _present(url: str, batch: Sequence[Record]) -> int:
+def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, options: ImportOptions,
+                          summary: Summary, rules: Rules, mode: Mode) -> Iterator[Record]:
+    """One conversation's records; ``ValueError`` when one of its names cannot be stored."""
+    check_name(sid, "the conversation id", "a string of at most 200 characters")
+    base = conversation.ts or read.mtime
+    for seq, event in enumerate(conversation.events, 1):
+        ts = event.ts or base + dt.timedelta(microseconds=seq)
+        if isinstance(event, Mark):
+            summary.user_turns += event.kind == "user_turn"
+            summary.ends += event.kind == "end"
+            yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, SOURCE)
+            continue
+        check_name(event.tool, "the tool name", "a string of at most 200 characters")
+        outcome = outcome_of(event, options, rules)
+        spec = ToolSpec(event.tool, rules, True, None, SOURCE)
+        started = int(ts.timestamp() * 1_000_000) * 1000
+        pending = PendingCall(spec=spec, mode=mode, variant=options.variant, session_id=sid, seq=seq,
+                              started_ns=started, latency_ns=event.latency_us * 1000, args=(),
+                              kwargs=event.arguments, value=_legacy(event), outcome=outcome)
+        record = pending.build()
+        summary.calls += 1
+        summary.errors += record.outcome == "error"
+        summary.unrecorded_arguments += not event.arguments_recorded
+        yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE)
+
+
+def _present(url: str, batch: Sequence[Record], problems: list[Problem] | None = None) -> int:
+    """How many records of ``batch`` are stored already; a stored call that differs (the same conversation id and
+    position, other tool or arguments) is reported in ``problems``: the new copy is not stored."""
     found = 0
     with db.engine(url).connect() as conn:
         for table, kind in ((tables.calls, CallRecord), (tables.marks, MarkRecord)):
-            ids = [r.id for r in batch if isinstance(r, kind)]
-            if ids:
-                found += len(conn.execute(select(table.c.id).where(table.c.id.in_(ids))).all())
+            mine = {r.id: r for r in batch if isinstance(r, kind)}
+            if not mine:
+                continue
+            rows = conn.execute(select(table.c.id, table.c.session_id, *(
+                (table.c.tool, table.c.args) if kind is CallRecord else ())).where(table.c.id.in_(list(mine)))).all()
+            found += len(rows)
+            for row in rows if kind is CallRecord else ():
+                new = mine[row[0]]
+                assert isinstance(new, CallRecord)
+                if problems is not None and (row[2], row[3]) != (new.tool, new.args):
+                    problems.append(Problem(f"conversation {row[1]!r}", "was imported before with different content; "
+                                            "this copy is not stored (give conversations distinct ids, --id-key)"))
     return found
 
 
@@ -248,7 +277,9 @@ def write(
 
     def flush() -> None:
         if batch and not dry_run:
-            summary.already_present += _present(store.url, batch)
+            reported = len(summary.problems)
+            summary.already_present += _present(store.url, batch, summary.problems)
+            summary.problems[reported:] = list({p.where: p for p in summary.problems[reported:]}.values())
             store.write(batch)
         summary.written += len(batch)
         batch.clear()

@@ -140,7 +140,7 @@ def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], l
         for i, e in enumerate(events, start=1):
             ts += dt.timedelta(milliseconds=e["gap_ms"])
             base = {"id": f"{s:02d}-{i:03d}", "session_id": f"session-{s}", "seq": i * 2, "ts": ts,
-                    "process": "p", "host": "h", "source": "live", "inserted_at": T0}
+                    "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": None}
             if e["kind"] != "call":
                 marks.append({**base, "kind": e["kind"]})
                 continue

@@ -6,7 +6,8 @@
 -- Writes: nothing; shadow sync stores the result in the table error_followups.
 --
 -- Definitions (README, "Watching the loop rate"):
---   * A session's calls and marks share one sequence (seq). Order: seq, then calls before marks; rows that still
+--   * A session's calls and marks share one sequence (seq) per counter epoch. Order: epoch (a counter started
+--     anew after a restart comes later; rows without one first), seq, then calls before marks; rows that still
 --     tie (a seq used twice, as when two processes share a session id) keep a fixed order: a hash of the id.
 --   * An error is a call whose outcome is 'error'.
 --   * The error is followed by a loop when the next CALL in the session (marks skipped) goes to the same tool
@@ -20,13 +21,13 @@
 --     fingerprint of that field differs. The field is looked up as named, else by its top-level part
 --     ('items[0].date' and 'address.zip' name the arguments 'items' and 'address').
 WITH scoped_calls AS NOT MATERIALIZED (
-    SELECT id, session_id, seq, ts, tool, mode, variant, fingerprint, arg_hashes, outcome, code, retryable,
+    SELECT id, session_id, epoch, seq, ts, tool, mode, variant, fingerprint, arg_hashes, outcome, code, retryable,
            retry_after_ms, error_field, unmapped, schema_valid
     FROM calls
     WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
 ),
 scoped_marks AS NOT MATERIALIZED (
-    SELECT id, session_id, seq, kind
+    SELECT id, session_id, epoch, seq, kind
     FROM marks
     WHERE kind IN ('user_turn', 'end')
       AND ($all_sessions OR session_id IN (SELECT session_id FROM sync_scope))
@@ -34,11 +35,11 @@ scoped_marks AS NOT MATERIALIZED (
 -- Calls and marks as one ordered stream per session, narrowed to what the windows need (call columns are NULL
 -- on marks, so "IGNORE NULLS" steps over marks to the neighbouring call).
 events AS (
-    SELECT session_id, seq, 0 AS is_mark, id, id AS call_id, NULL AS kind, ts, tool, fingerprint,
+    SELECT session_id, epoch, seq, 0 AS is_mark, id, id AS call_id, NULL AS kind, ts, tool, fingerprint,
            outcome = 'error' AS is_error
     FROM scoped_calls
     UNION ALL
-    SELECT session_id, seq, 1 AS is_mark, id, NULL, kind, NULL, NULL, NULL, NULL
+    SELECT session_id, epoch, seq, 1 AS is_mark, id, NULL, kind, NULL, NULL, NULL, NULL
     FROM scoped_marks
 ),
 stream AS (
@@ -54,7 +55,7 @@ stream AS (
            SUM(1 - is_mark) OVER w AS call_pos,                           -- 1, 2, ... over calls only
            SUM(1 - is_mark) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n_calls
     FROM events
-    WINDOW w AS (PARTITION BY session_id ORDER BY seq, is_mark, hash(id))
+    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, hash(id))
 ),
 -- Runs of identical calls (same tool and fingerprint): a run starts where a call differs from the call before.
 runs AS (

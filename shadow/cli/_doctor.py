@@ -1,0 +1,92 @@
+"""``shadow doctor``: check the whole configuration (for deployment checks); non-zero exit on any problem."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Annotated
+
+import typer
+
+from shadow import _config as config
+from shadow import _fingerprint as fp
+from shadow import _logs as logs
+from shadow.cli._app import ExitCode, app
+from shadow.flags import _db as flags
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One verdict of ``shadow doctor``."""
+
+    name: str
+    ok: bool
+    detail: str
+    unavailable: bool = False
+
+
+def _settings_checks() -> list[Check]:
+    problems = [str(p) for p in config.env_problems()]
+    level = logs.level_problem()
+    if level is not None:
+        problems.append(level)
+    pinned = os.environ.get(flags.ENV_VAR)
+    if pinned:
+        problems += [f"{flags.ENV_VAR}={pinned!r}: {why}" for why in flags.parse_env_lenient(pinned)[1]]
+    if problems:
+        return [Check("settings", False, problem) for problem in problems]
+    return [Check("settings", True, "every SHADOW_* variable is valid")]
+
+
+def _key_check() -> Check:
+    if os.environ.get(fp.KEY_ENV):
+        return Check("fingerprint key", True, f"from {fp.KEY_ENV}")
+    path = fp.key_file()
+    if path.exists():
+        readable = os.access(path, os.R_OK)
+        return Check("fingerprint key", readable, f"{path}" + ("" if readable else " is not readable"))
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and os.access(parent, os.W_OK):
+        return Check("fingerprint key", True, f"{path} will be created on first use; give every process of a fleet "
+                                              f"the same file or {fp.KEY_ENV}")
+    return Check("fingerprint key", False, f"{path} cannot be created; set {fp.KEY_ENV} or {fp.KEY_FILE_ENV}")
+
+
+def _database_check() -> Check:
+    from shadow.calllog import _db, _migrate
+
+    url = config.settings().db_url
+    shown = _db.safe_url(url)
+    try:
+        found = _migrate.current(url)
+    except Exception as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        return Check("database", False, f"cannot use {shown}: {reason[0] if reason else type(exc).__name__}",
+                     unavailable=True)
+    head = _migrate.head()
+    if found not in (None, head):
+        return Check("database", False, f"{shown} is at {found}, head is {head}; run: shadow db upgrade")
+    return Check("database", True, f"{shown} reachable ({found or 'no schema yet: created on first write'})")
+
+
+@app.command()
+def doctor(
+    offline: Annotated[bool, typer.Option("--offline", help="Skip the database check.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per check.")] = False,
+) -> None:
+    """Check the configuration: every SHADOW_* setting, the fingerprint key, and the database.
+
+    Exits 1 on a problem (3 when the database cannot be reached), so a deployment can run it first.
+    Example: SHADOW_FLAG_TTL=5s shadow doctor
+    """
+    checks = [*_settings_checks(), _key_check()]
+    if not offline:
+        checks.append(_database_check())
+    for check in checks:
+        typer.echo(json.dumps(asdict(check)) if as_json else f"{'ok' if check.ok else 'PROBLEM':<8} "
+                                                              f"{check.name}: {check.detail}")
+    if any(c.unavailable for c in checks):
+        raise typer.Exit(int(ExitCode.UNAVAILABLE))
+    if not all(c.ok for c in checks):
+        raise typer.Exit(int(ExitCode.FAILED))

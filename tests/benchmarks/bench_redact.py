@@ -1,0 +1,59 @@
+"""Redaction cost per typical value: shadow's prefiltered scrub next to one regex of every pattern (ratio < 1 wins).
+
+Run: python3 tests/benchmarks/bench_redact.py [--rounds R]
+The writer redacts every string of every record, so common shapes (short strings, small dicts, a sentence of error
+text) must stay cheap while the credential corpus (tests/_secrets_corpus.py) is still caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import time
+from collections.abc import Callable
+
+from shadow import _redact as redact
+
+SHAPES = {
+    "short string": "task 7",
+    "date": "2025-03-14",
+    "error sentence": "Bad request: due_date must be a date in the future, for example 2025-03-14",
+    "200 chars of prose": "The upstream service returned an error while processing the request for customer 42. " * 2,
+}
+SMALL_DICT = {"title": "task 7", "due_date": "2025-03-14", "tags": ["a", "b"], "priority": 2}
+
+
+def _one_regex() -> re.Pattern[str]:
+    parts = [redact._KEY_BLOCK.pattern, redact._URL_CREDENTIALS.pattern, redact._AT_WORD.pattern,
+             redact._TOKEN.pattern]
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL | re.IGNORECASE)
+
+
+def per_call_us(fn: Callable[[], object], n: int, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    rounds = parser.parse_args().rounds
+    naive = _one_regex()
+    print(f"{'shape':<22} {'shadow us':>10} {'one regex us':>13} {'ratio':>6}")
+    for name, text in SHAPES.items():
+        ours = per_call_us(lambda t=text: redact.scrub_text(t), 5000, rounds)
+        theirs = per_call_us(lambda t=text: naive.sub(redact.REDACTED, t), 5000, rounds)
+        print(f"{name:<22} {ours:>10.2f} {theirs:>13.2f} {ours / theirs:>6.2f}")
+    small = per_call_us(lambda: redact.to_jsonable(SMALL_DICT), 5000, rounds)
+    plain = per_call_us(lambda: redact.to_jsonable(SMALL_DICT, redact=False), 5000, rounds)
+    print(f"{'small dict':<22} {small:>10.2f} {'(no redaction)':>13} {small / plain:>6.2f}x of to_jsonable(redact=False)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""No secret is stored, logged or served: redaction of key names and credential-shaped text, keyed fingerprints."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import itertools
+import json
+import os
+import pkgutil
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shadow._fingerprint import fingerprint
+from shadow._redact import REDACTED, dumps, scrub_text, to_jsonable
+from tests._secrets_corpus import CORPUS, KEY_NAMES, PLAIN_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _detectors() -> dict[str, type]:
+    plugins = importlib.import_module("detect_secrets.plugins")
+    found: dict[str, type] = {}
+    for module in pkgutil.iter_modules(plugins.__path__):
+        loaded = importlib.import_module(f"detect_secrets.plugins.{module.name}")
+        found.update(inspect.getmembers(loaded, inspect.isclass))
+    return found
+
+
+def test_the_corpus_follows_detect_secrets_rules() -> None:
+    detectors = _detectors()
+    for name, plugin, text, needle in CORPUS:
+        assert needle in text, name
+        if plugin is not None:
+            assert list(detectors[plugin]().analyze_string(text)), f"{plugin} does not flag {name}"
+
+
+@pytest.mark.parametrize(("name", "text", "needle"), [(n, t, s) for n, _p, t, s in CORPUS])
+def test_credential_shaped_text_is_scrubbed(name: str, text: str, needle: str) -> None:
+    assert needle not in scrub_text(text)
+    assert needle not in dumps(to_jsonable({"note": f"before {text} after", "items": [text]}))
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    for text in ("Bad request: due_date must be a date", "ratio=3, count: 5", "see https://example.com/a?b=c",
+                 "time 12:30:45", "http://user@host/x", "monkey=3", "task 7", "2025-03-14"):
+        assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize("key", KEY_NAMES)
+def test_credential_key_names_are_redacted(key: str) -> None:
+    assert to_jsonable({key: "KeyVal-Zq81", "n": 1}) == {key: REDACTED, "n": 1}
+
+
+@pytest.mark.parametrize("key", PLAIN_NAMES)
+def test_plain_key_names_are_kept(key: str) -> None:
+    assert to_jsonable({key: "v"}) == {key: "v"}
+
+
+def test_a_stored_fingerprint_cannot_be_brute_forced_without_the_key() -> None:
+    stored = fingerprint({"pin": "4821"})
+    for pin in (f"{i:04d}" for i in range(10_000)):
+        canonical = dumps(to_jsonable({"pin": pin}, redact=False)).encode()
+        guesses = {hashlib.blake2b(canonical, digest_size=16).hexdigest(), hashlib.sha256(canonical).hexdigest()[:32],
+                   hashlib.md5(canonical).hexdigest()}
+        assert stored not in guesses
+
+
+def _fingerprint_in_child(env: dict[str, str]) -> str:
+    code = "from shadow._fingerprint import fingerprint; print(fingerprint({'pin': '4821'}))"
+    full = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_FINGERPRINT")}
+    out = subprocess.run([sys.executable, "-c", code], env={**full, "PYTHONPATH": str(ROOT), **env},
+                         capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.strip()
+
+
+def test_fingerprints_compare_across_processes_with_one_key_and_a_new_key_starts_new_ones(tmp_path: Path) -> None:
+    same = [_fingerprint_in_child({"SHADOW_FINGERPRINT_KEY": "fleet-key"}) for _ in range(2)]
+    other = _fingerprint_in_child({"SHADOW_FINGERPRINT_KEY": "rotated-key"})
+    assert same[0] == same[1] != other
+
+
+def test_a_key_file_is_created_once_outside_the_call_log_and_reused(tmp_path: Path) -> None:
+    key_file = tmp_path / "conf" / "fingerprint.key"
+    env = {"SHADOW_FINGERPRINT_KEY_FILE": str(key_file)}
+    first = _fingerprint_in_child(env)
+    assert key_file.exists() and oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert _fingerprint_in_child(env) == first
+    key_file.write_text("rotated\n")
+    assert _fingerprint_in_child(env) != first
+
+
+_CHILD = textwrap.dedent('''
+    import json, sys
+    import shadow
+    from shadow import Code, Rules
+    sys.path.insert(0, {root!r})
+    from tests._secrets_corpus import CORPUS, KEY_NAMES
+
+    @shadow.tool
+    def note(text: str) -> str:
+        return "noted"
+
+    @shadow.tool
+    def legacy_value(text: str) -> dict:
+        return {{"error": text}}
+
+    @shadow.tool
+    def legacy_raise(text: str) -> str:
+        raise RuntimeError(text)
+
+    @shadow.guard
+    def guarded_raise(text: str) -> str:
+        raise RuntimeError(text)
+
+    @shadow.tool
+    def store_kv(**kwargs: object) -> str:
+        return "stored"
+
+    rules = Rules.default().on(LookupError, Code.NOT_FOUND, "No task has the id {{id}}. List tasks to find it.",
+                               context=lambda e: {{"id": e.args[0]}})
+
+    @shadow.tool(rules=rules)
+    def get_task(task_id: str) -> str:
+        raise LookupError(task_id)
+
+    served = []
+    for _name, _plugin, text, _needle in CORPUS:
+        served += [note(text=text), legacy_value(text=text), legacy_raise(text=text), guarded_raise(text=text),
+                   get_task(task_id=text)]
+    for key in KEY_NAMES:
+        served.append(store_kv(**{{key: "KeyVal-" + key + "-Zq81"}}))
+    assert shadow.flush(30)
+    print(json.dumps(served))
+''')
+
+
+def _run_child(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _CHILD.format(root=str(ROOT))], cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "SHADOW_FLAGS": "*=cutover",
+                               "SHADOW_LOG_LEVEL": "DEBUG", **env},
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "shadow", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+
+@pytest.mark.timeout(900)
+def test_no_secret_of_the_corpus_reaches_any_store_log_export_dashboard_or_payload(tmp_path: Path) -> None:
+    db = tmp_path / "shadow.db"
+    env = {"SHADOW_DB_URL": f"sqlite:///{db}", "SHADOW_WAREHOUSE": str(tmp_path / "shadow.duckdb")}
+    live = _run_child(env, tmp_path)
+    assert live.returncode == 0, live.stderr[-2000:]
+    spool_dir = tmp_path / "spooled"
+    spool_dir.mkdir()
+    spooled = _run_child({"SHADOW_DB_URL": f"postgresql+psycopg://u@127.0.0.1:{_closed_port()}/x",
+                          "SHADOW_SPOOL": str(spool_dir / "calls.spool")}, tmp_path)
+    assert spooled.returncode == 0, spooled.stderr[-2000:]
+    steps = [_cli("sync", cwd=tmp_path, env=env), _cli("export", "parquet", str(tmp_path / "pq"), cwd=tmp_path,
+                                                       env=env),
+             _cli("dashboard", "--out", str(tmp_path / "cutover.html"), "--no-sync", cwd=tmp_path, env=env)]
+    for step in steps:
+        assert step.returncode == 0, step.stdout + step.stderr[-2000:]
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "shadow.duckdb"), read_only=True) as con:
+        warehouse_text = json.dumps(con.execute("SELECT * FROM calls").fetchall(), default=str)
+        parquet_text = json.dumps(con.execute(f"SELECT * FROM read_parquet('{tmp_path / 'pq'}/calls/**/*.parquet')"
+                                              ).fetchall(), default=str)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files) and any("spool" in p.name for p in files)
+    places = {
+        "files (sqlite, spool, duckdb, parquet, dashboard)": b"".join(p.read_bytes() for p in files),
+        "warehouse rows": warehouse_text.encode(), "parquet rows": parquet_text.encode(),
+        "stderr": "".join(r.stderr for r in (live, spooled, *steps)).encode(),
+        "served payloads": (live.stdout + spooled.stdout).encode(),
+    }
+    needles = [s for _n, _p, _t, s in CORPUS] + [f"KeyVal-{k}-Zq81" for k in KEY_NAMES]
+    leaks = [(place, needle) for (place, blob), needle in itertools.product(places.items(), needles)
+             if needle.encode() in blob or json.dumps(needle)[1:-1].encode() in blob]
+    assert leaks == []
+    assert "No task has the id [REDACTED]" in live.stdout
