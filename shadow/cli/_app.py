@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import importlib.util
 import sys
+from pathlib import Path
 from typing import Annotated, Final, NoReturn
 
 import typer
@@ -85,12 +86,18 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+def install_line(extra: str) -> str:
+    """How to add ``extra`` to this installation: from the checkout it was installed from, else the wheel's name."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "shadow" / "__init__.py").is_file():
+        return f"pip install -e '{checkout}[{extra}]'"
+    return f"pip install 'shadow-errors[{extra}]' from the checkout or wheel you installed shadow from"
+
+
 def need_extra(extra: str) -> None:
     """Exit 2, with the install line and no traceback, when a module ``extra`` brings is not installed."""
     missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
     if missing:
-        fail(
-            f"this command needs the '{extra}' extra ({', '.join(missing)} is not installed): "
-            f"pip install 'shadow-errors[{extra}]' (from a checkout: pip install -e '.[{extra}]')",
-            ExitCode.USAGE,
-        )
+        verb = "is" if len(missing) == 1 else "are"
+        fail(f"this command needs the '{extra}' extra ({', '.join(missing)} {verb} not installed): "
+             f"{install_line(extra)}", ExitCode.USAGE)

@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import configure
 from shadow._loader import import_user_module
-from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._app import ExitCode, app, fail, install_line, need_extra
 from shadow.cli._options import DbAliasOption, DbUrlOption, Format, store_unreachable, store_url
 from shadow.contract._rules import Rules
 from shadow.flags._db import Variant
@@ -108,12 +108,13 @@ def proxy(
 
     Example: shadow proxy --name files --timeout 30 -- python -m my_mcp_server --root ./docs
     """
+    need_extra("mcp")
     try:
         import anyio
 
         from shadow.proxy._server import ProxyStartError, serve
     except ImportError as exc:
-        fail(f"shadow proxy needs the MCP SDK ({exc}); install it with: pip install 'shadow-errors[mcp]'")
+        fail(f"this command needs the 'mcp' extra ({exc}): {install_line('mcp')}")
 
     if not _NAME.match(name):
         fail(f"--name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', for example --name files")

@@ -268,4 +268,4 @@ def test_without_the_mcp_sdk_the_command_says_what_to_install(monkeypatch: pytes
     monkeypatch.setitem(sys.modules, "shadow.proxy._server", None)
     result = runner.invoke(app, ["proxy", "--name", "fx", "--", *FIXTURE])
     assert result.exit_code == 2, result.output
-    assert "pip install 'shadow-errors[mcp]'" in result.output
+    assert "the 'mcp' extra" in result.output and "[mcp]'" in result.output
