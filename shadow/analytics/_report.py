@@ -7,10 +7,9 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shadow._clock import parse_time
-from shadow.analytics import _sql as sql
 from shadow.analytics import _stats as stats
 from shadow.analytics._defaults import DEFAULT_SEED
 from shadow.analytics._render import csv_rows, render_csv, render_table
@@ -33,7 +32,10 @@ from shadow.analytics._report_types import (
     UnknownToolError,
     iso,
 )
-from shadow.analytics._warehouse import Warehouse, WarehouseError
+from shadow.analytics._warehouse import WarehouseError
+
+if TYPE_CHECKING:
+    from shadow.analytics._sql import ModelEngine
 
 __all__ = [
     "FOLLOW_UPS", "SCHEMA_VERSION", "VARIANTS", "ArmStats", "By", "Comparison", "DataRange", "Design", "Filters",
@@ -51,12 +53,6 @@ def _ratio(num: float, den: float) -> float | None:
 
 def _params(filters: Filters) -> dict[str, Any]:
     return {"tool": filters.tool, "since": filters.since, "until": filters.until}
-
-
-def _records(con: Any, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    cur = sql.run(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
 
 def _add(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -202,7 +198,7 @@ def _periods(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[PeriodStats]]:
 
 
 def loop_rate_report(
-    warehouse: Warehouse,
+    warehouse: ModelEngine,
     *,
     tool: str | None = None,
     since: dt.datetime | None = None,
@@ -212,7 +208,9 @@ def loop_rate_report(
     min_errors: int = stats.MIN_ERRORS_PER_ARM,
     min_sessions: int = stats.MIN_SESSIONS_PER_ARM,
 ) -> LoopRateReport:
-    """Build the loop-rate report from a synced warehouse. Times are UTC (naive or aware); ``until`` is exclusive.
+    """Build the loop-rate report from a synced warehouse (DuckDB, or the same models on Spark).
+
+    Times are UTC (naive or aware); ``until`` is exclusive.
 
     Raises ``UnknownToolError`` when ``tool`` has no calls in the warehouse, ``WarehouseError`` when it is empty.
     """
@@ -221,11 +219,10 @@ def loop_rate_report(
     filters = Filters(tool, _utc(since), _utc(until))
     if filters.since and filters.until and filters.since >= filters.until:
         raise ValueError(f"--since ({iso(filters.since)}) must be before --until ({iso(filters.until)})")
-    con = warehouse.con
     params = _params(filters)
-    total = _records(con, "report_totals", params)[0]
+    total = warehouse.records("report_totals", params)[0]
     if tool is not None and not total["calls"]:
-        known = [r["tool"] for r in _records(con, "known_tools")]
+        known = [r["tool"] for r in warehouse.records("known_tools")]
         if tool not in known:
             listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
             raise UnknownToolError(f"no calls of tool {tool!r} in the warehouse; known tools: {listed or 'none'}")
@@ -233,11 +230,11 @@ def loop_rate_report(
                      int(total["sessions"]),
                      float(total["median_latency_us"]) if total["median_latency_us"] is not None else None)
     opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
-    call_rows = _records(con, "report_calls", params)
-    err_rows = _records(con, "report_errors", params)
-    shapes = _shapes(_records(con, "report_sessions", params))
-    periods = _periods(_records(con, "report_periods", params))
-    day_sums = {(r["variant"], _key(r["day"])): r for r in _records(con, "report_days", params)}
+    call_rows = warehouse.records("report_calls", params)
+    err_rows = warehouse.records("report_errors", params)
+    shapes = _shapes(warehouse.records("report_sessions", params))
+    periods = _periods(warehouse.records("report_periods", params))
+    day_sums = {(r["variant"], _key(r["day"])): r for r in warehouse.records("report_days", params)}
 
     calls_vt = {(r["variant"], r["tool"]): r for r in call_rows if not r["by_day"]}
     calls_vd = {(r["variant"], _key(r["day"])): r for r in call_rows if r["by_day"]}
@@ -265,7 +262,7 @@ def loop_rate_report(
         return out
 
     tool_rows = rows_for("tool", calls_vt, errs_vt)
-    cutovers = dict(con.execute("SELECT tool, min(first_cutover_at) FROM flag_periods GROUP BY tool").fetchall())
+    cutovers = warehouse.cutovers()
     by_tool: list[ToolReport] = []
     for name in sorted({t for _, t in calls_vt}):
         c = _add([r for (_, t), r in calls_vt.items() if t == name])
@@ -279,7 +276,7 @@ def loop_rate_report(
             periods=tuple(periods.get(name, ())),
             comparison=_comparison(name, [s for s in shapes if s.tool == name], opts),
         ))
-    changes = tuple(FlagChange(**r) for r in _records(con, "report_flag_changes", {"tool": tool}))
+    changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     return LoopRateReport(
         generated_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         filters=filters, data_range=data, variants=tuple(variants), by_tool=tuple(by_tool),
