@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from shadow.analytics._report import loop_rate_report
     from shadow.analytics._report_types import LoopRateReport, UnknownToolError
     from shadow.analytics._source import SourceError, WarehouseError
+    from shadow.analytics._spark import SparkModels
     from shadow.analytics._sql import models_dir
     from shadow.analytics._warehouse import ExportResult, SyncResult, Warehouse, export_parquet, sync
 
@@ -23,6 +24,7 @@ _WHERE = {
     "LoopRateReport": "shadow.analytics._report_types",
     "Readiness": "shadow.analytics._ready",
     "SourceError": "shadow.analytics._source",
+    "SparkModels": "shadow.analytics._spark",
     "SyncResult": "shadow.analytics._warehouse",
     "Thresholds": "shadow.analytics._ready",
     "UnknownToolError": "shadow.analytics._report_types",
@@ -43,6 +45,7 @@ __all__ = [
     "LoopRateReport",
     "Readiness",
     "SourceError",
+    "SparkModels",
     "SyncResult",
     "Thresholds",
     "UnknownToolError",

@@ -142,8 +142,7 @@ def _load(con: duckdb.DuckDBPyConnection, url: str, table: Table, lower: dt.date
                              "sync again") from None
     finally:
         con.execute("RESET preserve_insertion_order")
-    rows = con.execute(f'SELECT count(*) FROM "{target}"').fetchall()
-    return int(rows[0][0])
+    return _scalar(con, f'SELECT count(*) FROM "{target}"')
 
 
 def publish(wh: Warehouse, p: Plan, read: dict[str, int]) -> tuple[dict[str, int], int]:

@@ -26,10 +26,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from shadow._logs import get_logger
 from shadow.calllog._records import CallRecord, MarkRecord
 
 if TYPE_CHECKING:
-    from shadow.typing import Record
+    from shadow.calllog._records import Record
+    from shadow.typing import Deferred
+
+log = get_logger("shadow.otel")
 
 #: URL schemes of the OTLP store (``SHADOW_DB_URL``).
 SCHEMES: Final = {"otlp+http": "http", "otlp+https": "https"}
@@ -89,6 +93,29 @@ def annotate_current_span(record: CallRecord, *, arguments: bool = False, payloa
     return True
 
 
+def annotate_pending(item: Deferred) -> Record | Deferred:
+    """The adapter's hook: ``get_writer().submit(annotate_pending(item))``.
+
+    Without a recording application span (the common case: one dictionary lookup) ``item`` goes on unchanged and
+    the writer thread builds the record. With one, the record is built here, on the call's thread, its attributes
+    go on the application's span, and the built record is what the writer stores: the span's
+    ``gen_ai.tool.call.id`` is the stored record's id. A failure here never reaches the tool call.
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return item
+    try:
+        if not trace.get_current_span().is_recording():
+            return item
+        record = item.build()
+        if isinstance(record, CallRecord):
+            annotate_current_span(record)
+        return record
+    except Exception as exc:  # shadow's machinery never breaks the call; the writer builds the record as usual
+        log.warning("otel_annotate_failed", error_type=type(exc).__name__)
+        return item
+
+
 def _ns(record: CallRecord | MarkRecord) -> int:
     return int(record.ts.timestamp() * 1_000_000) * 1000
 
@@ -128,7 +155,7 @@ class OtlpStore:
             raise ValueError(f"unknown OTLP store option(s) {sorted(unknown)} in {url!r}; known: arguments, payloads")
         path = parts.path if parts.path not in ("", "/") else "/v1/traces"
         endpoint = urlunsplit((SCHEMES[parts.scheme], parts.netloc, path, "", ""))
-        flags = {k: query[k].lower() in _TRUE for k in ("arguments", "payloads") if k in query}
+        flags: dict[str, bool] = {k: query[k].lower() in _TRUE for k in ("arguments", "payloads") if k in query}
         return cls(endpoint, **{**flags, **options})
 
     @property
@@ -166,7 +193,8 @@ class OtlpStore:
                         previous[0].end(end_time=previous[1])
                     open_spans[record.session_id] = (span, start + record.latency_us * 1000)
                 elif isinstance(record, MarkRecord):
-                    event = {"shadow.mark.id": record.id, "shadow.seq": record.seq, "shadow.mark.kind": record.kind}
+                    event: dict[str, Any] = {"shadow.mark.id": record.id, "shadow.seq": record.seq,
+                                             "shadow.mark.kind": record.kind}
                     holder = open_spans.get(record.session_id)
                     if holder is not None:
                         holder[0].add_event(f"shadow.mark.{record.kind}", event, timestamp=_ns(record))

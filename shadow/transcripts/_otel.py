@@ -194,9 +194,11 @@ def _marks(span: Span) -> list[Mark]:
     """User turns and ends exported by shadow's OTLP store as ``shadow.mark.<kind>`` span events."""
     out = []
     for event, at in sorted(span.events, key=lambda e: e[1]):
-        kind = event.removeprefix(MARK_EVENT)
-        if event.startswith(MARK_EVENT) and kind in ("user_turn", "end"):
-            out.append(Mark(kind, span.where, dt.datetime.fromtimestamp(at / 1e9, dt.UTC)))
+        at_time = dt.datetime.fromtimestamp(at / 1e9, dt.UTC)
+        if event == f"{MARK_EVENT}user_turn":
+            out.append(Mark("user_turn", span.where, at_time))
+        elif event == f"{MARK_EVENT}end":
+            out.append(Mark("end", span.where, at_time))
     return out
 
 

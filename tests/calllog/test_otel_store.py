@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 import sqlite3
@@ -27,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from shadow.analytics._report import loop_rate_report
 from shadow.analytics._warehouse import Warehouse
-from shadow.calllog._otel import OtlpStore, annotate_current_span, attributes, store_for_url
+from shadow.calllog._otel import OtlpStore, annotate_current_span, annotate_pending, attributes, store_for_url
 from shadow.calllog._records import CallRecord, MarkRecord
 from shadow.cli import app
 
@@ -221,3 +222,17 @@ def test_an_active_application_span_gets_the_attributes_instead() -> None:
     assert span.attributes is not None
     assert span.attributes["gen_ai.tool.call.id"] == "c2"
     assert span.attributes["shadow.variant"] == "legacy"
+
+    class Pending:  # what the adapter hands the writer: built on demand, with a fresh id each time
+        built = 0
+
+        def build(self) -> CallRecord:
+            Pending.built += 1
+            return dataclasses.replace(record, id=f"c2-{Pending.built}")
+
+    pending = Pending()
+    assert annotate_pending(pending) is pending and Pending.built == 0  # no span: left to the writer thread
+    with provider.get_tracer("app").start_as_current_span("execute_tool search"):
+        stored = annotate_pending(pending)
+    assert isinstance(stored, CallRecord)
+    assert exported.get_finished_spans()[-1].attributes["gen_ai.tool.call.id"] == stored.id  # type: ignore[index]
