@@ -19,9 +19,8 @@ from typing import Any, Final
 from sqlalchemy import DateTime, Table
 
 from shadow.analytics._dialect import spark_sql
-from shadow.analytics._schema import LOG_TABLES, SMALL_TABLES
+from shadow.analytics._schema import LOG_TABLES, SMALL_TABLES, duck_type
 from shadow.analytics._source import WarehouseError
-from shadow.calllog import _tables as tables
 
 #: Spark settings shadow starts a session with (``--spark-conf`` adds to or overrides them, not the time zone).
 DEFAULT_CONF: Final = {
@@ -92,6 +91,13 @@ def _param(value: Any) -> Any:
     return value
 
 
+def _spark_schema(table: Table) -> str:
+    """The table's Spark DDL schema, for a folder without files."""
+    kinds = {"VARCHAR": "string", "JSON": "string", "TIMESTAMP": "timestamp_ntz", "BOOLEAN": "boolean",
+             "BIGINT": "bigint", "INTEGER": "int"}
+    return ", ".join(f"`{c.name}` {kinds[duck_type(c)]}" for c in table.columns)
+
+
 def _columns(table: Table, f: Any) -> list[Any]:
     """The table's columns; times as TIMESTAMP_NTZ (naive UTC, as in the warehouse), whatever Parquet said."""
     return [f.col(c.name).cast("timestamp_ntz").alias(c.name) if isinstance(c.type, DateTime) else f.col(c.name)
@@ -136,9 +142,10 @@ class SparkModels:
         base = self.directory
         for table in LOG_TABLES:
             folder = f"{base}/{table.name}"
-            frame = self.spark.read.option("basePath", folder).parquet(folder)
-            if table is tables.marks and not frame.columns:
-                raise WarehouseError(f"{folder} holds no Parquet files")
+            if "://" not in base and not any(Path(folder).rglob("*.parquet")):  # an export without marks, say
+                frame = self.spark.createDataFrame([], schema=_spark_schema(table))
+            else:
+                frame = self.spark.read.option("basePath", folder).parquet(folder)
             frame.select(*_columns(table, f)).createOrReplaceTempView(table.name)
         for table in SMALL_TABLES:
             frame = self.spark.read.parquet(f"{base}/{table.name}.parquet")
