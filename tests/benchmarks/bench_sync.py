@@ -162,7 +162,7 @@ def main() -> None:
                     f"{rate_sync:>10,.0f} rows/s = {rate_sync / rate_bare:4.2f}x the bare read (target >= 0.5x); "
                     f"peak RSS sync {full['peak_rss_mib']:,.0f} MiB, bare {bare['peak_rss_mib']:,.0f} MiB")
             if args.compare:
-                before = measure("sync", url, work, args.compare)
+                before = measure("sync", url, work, args.compare, args.memory_limit)
                 line += (f"; {args.compare} sync {before['rows'] / before['seconds']:,.0f} rows/s "
                          f"(this one {rate_sync / (before['rows'] / before['seconds']):.2f}x), peak RSS "
                          f"{before['peak_rss_mib']:,.0f} MiB")
