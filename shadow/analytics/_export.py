@@ -61,14 +61,10 @@ def _write_log_table(con: duckdb.DuckDBPyConnection, root: Path, name: str, *, a
     if appending and any(folder.rglob("*.parquet")):
         # only the day partitions and ids the export lacks; the anti-join reads the id and day columns only
         have = con.read_parquet(str(folder / "**" / "*.parquet"), hive_partitioning=True).select("id, day")
-        have.create_view(f"_exported_{name}", replace=True)
-        rel = con.sql(f'SELECT w.*, CAST(w.ts AS DATE) AS day FROM "{name}" AS w WHERE NOT EXISTS '
-                      f'(SELECT 1 FROM "_exported_{name}" AS e WHERE e.day = CAST(w.ts AS DATE) AND e.id = w.id)')
+        rel = rel.set_alias("w").join(have.set_alias("e"), "w.id = e.id AND w.day = e.day", how="anti")
     count = int(rel.count("*").fetchall()[0][0])
     if count:
         rel.write_parquet(str(folder), partition_by=["day"], append=True)
     else:
         folder.mkdir(exist_ok=True)
-    if appending:
-        con.execute(f'DROP VIEW IF EXISTS "_exported_{name}"')
     return count
