@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 #: Rows per Arrow batch read from SQLite (ADBC's SQLite driver infers each column's type from the first batch).
-BATCH_ROWS: Final = 65_536
+BATCH_ROWS: Final = 16_384
 #: SQLite reads of this many rows or more use ADBC in a child process (its start-up costs about a second).
 CHILD_FROM_ROWS: Final = 100_000
 #: Batches read ahead of DuckDB by the reader thread.
