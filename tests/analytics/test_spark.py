@@ -77,6 +77,22 @@ def test_the_report_is_identical_on_duckdb_and_spark_with_and_without_filters(sp
     assert expected[0]["by_tool"] and expected[2]["data_range"]["calls"] < expected[0]["data_range"]["calls"]
 
 
+def test_the_dashboard_models_return_the_same_rows_on_both_engines(spark: Any, demo_export: Path) -> None:
+    with Warehouse.from_parquet(demo_export) as duck:
+        (sid,) = duck.con.execute("SELECT session_id FROM error_followups GROUP BY 1 "
+                                  "ORDER BY count(*) FILTER (WHERE looped) DESC, 1 LIMIT 1").fetchall()[0]
+        window = {"tool": None, "since": None, "until": None}
+        cases = [("dashboard_code_mix", window), ("dashboard_loop_rate_over_time", {**window, "unit": "day"}),
+                 ("dashboard_looped_sessions", {**window, "limit": 25}),
+                 ("dashboard_session_events", {"limit": 200, "session_id": sid})]
+        expected = [duck.records(name, params) for name, params in cases]
+    with _spark.SparkModels(spark, demo_export) as models:
+        got = [models.records(name, params) for name, params in cases]
+    for (name, _), want, have in zip(cases, expected, got, strict=True):
+        assert want, name
+        assert have == want, name
+
+
 def test_report_loop_rate_on_spark_prints_the_duckdb_json(spark: Any, demo_export: Path) -> None:
     args = ["report", "loop-rate", "--parquet", str(demo_export), "--format", "json", "--until", "2026-12-31"]
     duck = CliRunner().invoke(app, args)
