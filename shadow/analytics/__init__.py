@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from shadow.analytics._report import loop_rate_report
     from shadow.analytics._report_types import LoopRateReport, UnknownToolError
     from shadow.analytics._source import SourceError, WarehouseError
+    from shadow.analytics._spark import SparkModels
     from shadow.analytics._sql import models_dir
     from shadow.analytics._warehouse import ExportResult, SyncResult, Warehouse, export_parquet, sync
 
@@ -26,6 +27,7 @@ _WHERE = {
     "Readiness": "shadow.analytics._ready",
     "Recommendation": "shadow.analytics._recommend",
     "SourceError": "shadow.analytics._source",
+    "SparkModels": "shadow.analytics._spark",
     "SyncResult": "shadow.analytics._warehouse",
     "Thresholds": "shadow.analytics._ready",
     "UnknownToolError": "shadow.analytics._report_types",
@@ -48,6 +50,7 @@ __all__ = [
     "Readiness",
     "Recommendation",
     "SourceError",
+    "SparkModels",
     "SyncResult",
     "Thresholds",
     "UnknownToolError",

@@ -9,17 +9,9 @@ from typing import Any
 
 from shadow.analytics import _evidence as ev
 from shadow.analytics import _power as pw
-from shadow.analytics import _sql as sql
 from shadow.analytics import _stats as stats
 from shadow.analytics._recommend import Facts, FlagNow, Policy, recommend
 from shadow.analytics._report_types import FlagChange, ToolReport
-
-
-def records(con: Any, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The rows of SQL model ``name`` as dicts."""
-    cur = sql.run(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
 
 def flag_now(tool: str, changes: Sequence[FlagChange]) -> FlagNow:
@@ -41,20 +33,20 @@ def _by_tool(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, A
 
 
 def decide(
-    con: Any, params: Mapping[str, Any], tools: Sequence[ToolReport],
+    source: Any, params: Mapping[str, Any], tools: Sequence[ToolReport],
     legacy_clusters: Mapping[str, list[stats.Cluster]], changes: Sequence[FlagChange], policy: Policy, *,
     evidence: bool = True,
 ) -> tuple[list[ToolReport], dict[str, float]]:
     """Each tool with its flag, power, leak count, evidence and recommendation; and the mean bytes of a repeated
     call (arguments plus legacy error payload) per tool, for the token estimate."""
-    rate = {str(r["tool"]): float(r["errors_per_day"] or 0.0) for r in records(con, "report_error_rate", params)}
-    payloads = _by_tool(records(con, "report_error_payloads", {**params, "limit": ev.MAX_LEAK_SCAN}))
+    rate = {str(r["tool"]): float(r["errors_per_day"] or 0.0) for r in source.records("report_error_rate", params)}
+    payloads = _by_tool(source.records("report_error_payloads", {**params, "limit": ev.MAX_LEAK_SCAN}))
     examples: dict[str, list[Mapping[str, Any]]] = {}
     unmapped: dict[str, list[Mapping[str, Any]]] = {}
     if evidence:
-        examples = _by_tool(records(con, "report_evidence", {**params, "max_codes": ev.MAX_CODES,
+        examples = _by_tool(source.records("report_evidence", {**params, "max_codes": ev.MAX_CODES,
                                                              "per_code": ev.EXAMPLES_PER_CODE}))
-        unmapped = _by_tool(records(con, "report_unmapped", {**params, "limit": ev.MAX_UNMAPPED_READ}))
+        unmapped = _by_tool(source.records("report_unmapped", {**params, "limit": ev.MAX_UNMAPPED_READ}))
     sizes: dict[str, float] = {}
     out = []
     for t in tools:

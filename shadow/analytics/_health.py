@@ -6,8 +6,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shadow.analytics import _sql as sql
-
 #: The table the writer's counters are persisted in, when the writer persists them (read only if it exists).
 WRITER_STATS_TABLE: Final = "writer_stats"
 WRITER_STATS_COLUMNS: Final = ("process", "host", "written", "spooled", "replayed", "dropped", "updated_at")
@@ -60,13 +58,12 @@ def _writer_stats(con: Any) -> dict[tuple[str, str], tuple[Any, ...]] | None:
     return {(str(r[0]), str(r[1])): tuple(r[2:]) for r in rows}
 
 
-def log_health(con: Any) -> LogHealth:
-    """Read the log's health from a synced warehouse connection."""
-    cur = sql.run(con, "report_log_health")
-    names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+def log_health(source: Any) -> LogHealth:
+    """Read the log's health from a synced warehouse (or the Spark models: writer counters are not in an export)."""
+    rows = source.records("report_log_health")
     summary = next((r for r in rows if r["kind"] == "sessions"), None)
-    counters = _writer_stats(con)
+    con = getattr(source, "con", None)
+    counters = _writer_stats(con) if con is not None else None
     procs = []
     for r in rows:
         if r["kind"] != "process":

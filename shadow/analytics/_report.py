@@ -7,11 +7,10 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shadow._clock import parse_time
 from shadow.analytics import _effects as effects
-from shadow.analytics import _sql as sql
 from shadow.analytics import _stats as stats
 from shadow.analytics._decisions import decide
 from shadow.analytics._defaults import DEFAULT_SEED
@@ -37,7 +36,10 @@ from shadow.analytics._report_types import (
     UnknownToolError,
     iso,
 )
-from shadow.analytics._warehouse import Warehouse, WarehouseError
+from shadow.analytics._warehouse import WarehouseError
+
+if TYPE_CHECKING:
+    from shadow.analytics._sql import ModelEngine
 
 __all__ = [
     "FOLLOW_UPS", "SCHEMA_VERSION", "VARIANTS", "ArmStats", "By", "Comparison", "DataRange", "Design", "Filters",
@@ -55,12 +57,6 @@ def _ratio(num: float, den: float) -> float | None:
 
 def _params(filters: Filters) -> dict[str, Any]:
     return {"tool": filters.tool, "since": filters.since, "until": filters.until}
-
-
-def _records(con: Any, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    cur = sql.run(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
 
 def _add(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -179,7 +175,7 @@ def _periods(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[PeriodStats]]:
 
 
 def loop_rate_report(
-    warehouse: Warehouse,
+    warehouse: ModelEngine,
     *,
     tool: str | None = None,
     since: dt.datetime | None = None,
@@ -192,7 +188,9 @@ def loop_rate_report(
     bytes_per_token: float = effects.DEFAULT_BYTES_PER_TOKEN,
     evidence: bool = True,
 ) -> LoopRateReport:
-    """Build the loop-rate report from a synced warehouse. Times are UTC (naive or aware); ``until`` is exclusive.
+    """Build the loop-rate report from a synced warehouse (DuckDB, or the same models on Spark).
+
+    Times are UTC (naive or aware); ``until`` is exclusive.
 
     ``policy`` holds the thresholds of the per-tool recommendations, ``bytes_per_token`` the token estimator of
     the savings; ``evidence=False`` leaves out the example payloads and unmapped shapes.
@@ -203,11 +201,10 @@ def loop_rate_report(
     filters = Filters(tool, _utc(since), _utc(until))
     if filters.since and filters.until and filters.since >= filters.until:
         raise ValueError(f"--since ({iso(filters.since)}) must be before --until ({iso(filters.until)})")
-    con = warehouse.con
     params = _params(filters)
-    total = _records(con, "report_totals", params)[0]
+    total = warehouse.records("report_totals", params)[0]
     if tool is not None and not total["calls"]:
-        known = [r["tool"] for r in _records(con, "known_tools")]
+        known = [r["tool"] for r in warehouse.records("known_tools")]
         if tool not in known:
             listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
             raise UnknownToolError(f"no calls of tool {tool!r} in the warehouse; known tools: {listed or 'none'}")
@@ -216,11 +213,11 @@ def loop_rate_report(
                      float(total["median_latency_us"]) if total["median_latency_us"] is not None else None,
                      int(total["simulated_calls"] or 0))
     opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
-    call_rows = _records(con, "report_calls", params)
-    err_rows = _records(con, "report_errors", params)
-    shapes = _shapes(_records(con, "report_sessions", params))
-    periods = _periods(_records(con, "report_periods", params))
-    day_sums = {(r["variant"], _key(r["day"])): r for r in _records(con, "report_days", params)}
+    call_rows = warehouse.records("report_calls", params)
+    err_rows = warehouse.records("report_errors", params)
+    shapes = _shapes(warehouse.records("report_sessions", params))
+    periods = _periods(warehouse.records("report_periods", params))
+    day_sums = {(r["variant"], _key(r["day"])): r for r in warehouse.records("report_days", params)}
 
     calls_vt = {(r["variant"], r["tool"]): r for r in call_rows if not r["by_day"]}
     calls_vd = {(r["variant"], _key(r["day"])): r for r in call_rows if r["by_day"]}
@@ -248,7 +245,7 @@ def loop_rate_report(
         return out
 
     tool_rows = rows_for("tool", calls_vt, errs_vt)
-    cutovers = dict(con.execute("SELECT tool, min(first_cutover_at) FROM flag_periods GROUP BY tool").fetchall())
+    cutovers = warehouse.cutovers()
     by_tool: list[ToolReport] = []
     for name in sorted({t for _, t in calls_vt}):
         c = _add([r for (_, t), r in calls_vt.items() if t == name])
@@ -262,9 +259,9 @@ def loop_rate_report(
             periods=tuple(periods.get(name, ())),
             comparison=_comparison(name, [s for s in shapes if s.tool == name], opts),
         ))
-    changes = tuple(FlagChange(**r) for r in _records(con, "report_flag_changes", {"tool": tool}))
+    changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}
-    decided, sizes = decide(con, params, by_tool, legacy_clusters, changes, policy or Policy(), evidence=evidence)
+    decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, policy or Policy(), evidence=evidence)
     split_tools = [t for t in decided if t.comparison.design == "randomised"]
     split_errors = sum(t.errors for t in split_tools)
     weighted = sum(sizes.get(t.tool, 0.0) * t.errors for t in split_tools)
@@ -292,8 +289,8 @@ def loop_rate_report(
             "follow_up_shifts": "structured minus legacy share, cluster-robust 95%, arms independent",
             "recommendation": dataclasses.asdict(policy or Policy()),
         },
-        follow_up_shifts=effects.follow_up_shifts(_records(con, "report_follow_up_shifts", params)),
-        health=log_health(con),
+        follow_up_shifts=effects.follow_up_shifts(warehouse.records("report_follow_up_shifts", params)),
+        health=log_health(warehouse),
     )
 
 

@@ -1,22 +1,18 @@
-"""Reading the call log (SQLite or PostgreSQL) for the warehouse: batches as plain values, counts, watermarks."""
+"""Reading the call log (SQLite or PostgreSQL) for the warehouse: Arrow record batches, counts, watermarks."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
-    Boolean,
     ColumnElement,
     DateTime,
     Engine,
-    Integer,
     Table,
     Text,
     bindparam,
-    cast,
     func,
     inspect,
     select,
@@ -26,9 +22,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.calllog import _db as db
-
-#: Rows per batch read from the call log.
-BATCH_ROWS = 50_000
 
 
 class WarehouseError(Exception):
@@ -42,24 +35,6 @@ class SourceError(WarehouseError):
 def display_url(url: str) -> str:
     """``url`` without its password, for messages and the warehouse's record of its source."""
     return make_url(db.normalise_url(url)).render_as_string(hide_password=True)
-
-
-def source_columns(table: Table, dialect: str) -> list[ColumnElement[Any]]:
-    """Columns as text or plain numbers, so that no driver or SQLAlchemy parsing happens per value."""
-    out: list[ColumnElement[Any]] = []
-    for c in table.columns:
-        if isinstance(c.type, DateTime):
-            if dialect == "postgresql":
-                out.append(cast(func.timezone("UTC", c), Text))
-            else:
-                out.append(type_coerce(c, Text))
-        elif isinstance(c.type, JSON):
-            out.append(cast(c, Text) if dialect == "postgresql" else type_coerce(c, Text))
-        elif isinstance(c.type, Boolean) and dialect != "postgresql":
-            out.append(type_coerce(c, Integer))
-        else:
-            out.append(c)
-    return out
 
 
 def lower_param(lower: dt.datetime | None, dialect: str) -> Any:
@@ -104,18 +79,6 @@ def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
         params["lower"] = lower_param(lower, dialect)
     with engine.connect() as conn:
         return int(conn.execute(stmt, params).scalar_one())
-
-
-def batches(engine: Engine, table: Table, lower: dt.datetime | None) -> Iterator[Sequence[Sequence[Any]]]:
-    dialect = engine.dialect.name
-    stmt = select(*source_columns(table, dialect))
-    params: dict[str, Any] = {}
-    if lower is not None:
-        stmt = stmt.where(where_inserted(table, dialect))
-        params["lower"] = lower_param(lower, dialect)
-    with engine.connect() as conn:
-        result = conn.execution_options(stream_results=True, yield_per=BATCH_ROWS).execute(stmt, params)
-        yield from result.partitions()
 
 
 def check_source(engine: Engine, url: str, needed: Sequence[Table]) -> None:

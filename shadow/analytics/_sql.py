@@ -7,7 +7,7 @@ import importlib.resources
 import re
 from collections.abc import Mapping
 from importlib.resources.abc import Traversable
-from typing import Final
+from typing import Any, Final, Protocol
 
 import duckdb
 
@@ -64,3 +64,19 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object] 
         raise TypeError(f"model {name!r} takes parameters {sorted(wanted)}; missing {missing}, unexpected {extra}")
     statement = prefix + query
     return con.execute(statement, given) if given else con.execute(statement)
+
+
+class ModelEngine(Protocol):
+    """Where the report's models run: the DuckDB warehouse, or Spark over a Parquet export (``SparkModels``)."""
+
+    def is_synced(self) -> bool:
+        """Whether the derived tables exist."""
+
+    def state(self) -> dict[str, str]:
+        """Sync bookkeeping (``synced_at``, ...); empty when there is none."""
+
+    def records(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of SQL model ``name`` as dicts, values as Python's (int, float, str, date, naive UTC times)."""
+
+    def cutovers(self) -> dict[str, Any]:
+        """Each tool's first cutover time."""

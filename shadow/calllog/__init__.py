@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shadow.calllog._migrate import current, head, upgrade
+from shadow.calllog._otel import OtlpStore, annotate_current_span, store_for_url
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._spool import Spool
 from shadow.calllog._store import SqlStore, StoreUnavailable
@@ -14,6 +15,7 @@ from shadow.typing import Store
 __all__ = [
     "CallRecord",
     "MarkRecord",
+    "OtlpStore",
     "Record",
     "RecordDropped",
     "Spool",
@@ -22,11 +24,13 @@ __all__ = [
     "StoreUnavailable",
     "Writer",
     "WriterStats",
+    "annotate_current_span",
     "current",
     "flush",
     "get_writer",
     "head",
     "metadata",
     "set_writer",
+    "store_for_url",
     "upgrade",
 ]

@@ -78,11 +78,13 @@ def main() -> None:
 
 #: What each extra brings that a command may need (import names).
 EXTRAS: Final[dict[str, tuple[str, ...]]] = {
-    "analytics": ("duckdb", "numpy"),
-    "dashboard": ("duckdb", "numpy", "plotly"),
+    "analytics": ("duckdb", "numpy", "pyarrow", "adbc_driver_sqlite", "adbc_driver_postgresql"),
+    "dashboard": ("duckdb", "numpy", "pyarrow", "adbc_driver_sqlite", "adbc_driver_postgresql", "plotly"),
     "mcp": ("mcp",),
     "openfeature": ("openfeature",),
+    "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
     "postgres": ("psycopg",),
+    "spark": ("duckdb", "pyarrow", "pyspark", "sqlglot"),
 }
 
 

@@ -41,6 +41,13 @@ app.add_typer(export_app)
 app.add_typer(report_app)
 
 
+class Engine(StrEnum):
+    """Where ``shadow report loop-rate`` runs the SQL models."""
+
+    duckdb = "duckdb"
+    spark = "spark"
+
+
 class ByDimension(StrEnum):
     """Breakdowns of ``shadow report loop-rate``."""
 
@@ -154,7 +161,9 @@ def sync(
 
 @export_app.command("parquet")
 def export_parquet(
-    directory: Annotated[Path, typer.Argument(help="Directory to write (new or empty).", file_okay=False)],
+    directory: Annotated[Path, typer.Argument(
+        help="Directory to write: new, empty, or an earlier export (then only new rows are appended).",
+        file_okay=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace what the directory holds.")] = False,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Export the warehouse as it is.")] = False,
     db_url: DbUrlOption = None,
@@ -162,6 +171,8 @@ def export_parquet(
     db_alias: DbAliasOption = None,
 ) -> None:
     """Write the call log as day-partitioned Parquet (hive layout: calls/day=YYYY-MM-DD/...).
+
+    Into an earlier export only what is new (by day partition and id) is appended: a daily job keeps a lake current.
 
     Example: shadow export parquet ./callog-parquet
     """
@@ -174,8 +185,28 @@ def export_parquet(
             result = wh.export_parquet(directory, overwrite=overwrite)
     except (WarehouseError, OSError) as exc:
         errors_to_exit(exc)
-    typer.echo(f"wrote {result.calls} calls and {result.marks} marks to {result.directory} "
-               f"({result.files} Parquet files)")
+    how = "appended" if result.appended else "wrote"
+    typer.echo(f"{how} {result.calls} {'new ' if result.appended else ''}calls and {result.marks} marks to "
+               f"{result.directory} ({result.files} Parquet files)")
+
+
+@contextmanager
+def _models(engine: Engine, parquet: str | None, warehouse: Path, master: str, conf: list[str]) -> Iterator[Any]:
+    """The engine the report's models run on: the warehouse file, DuckDB over Parquet, or Spark over Parquet."""
+    from shadow.analytics._warehouse import Warehouse
+
+    if engine is Engine.spark:
+        from shadow.analytics._spark import SparkModels, parse_conf
+
+        assert parquet is not None
+        with SparkModels.open(parquet, master=master, conf=parse_conf(conf)) as models:
+            yield models
+    elif parquet is not None:
+        with Warehouse.from_parquet(parquet) as wh:
+            yield wh
+    else:
+        with Warehouse.open(warehouse, read_only=True) as wh:
+            yield wh
 
 
 @report_app.command("loop-rate")
@@ -206,27 +237,42 @@ def loop_rate(
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
     db_alias: DbAliasOption = None,
+    engine: Annotated[Engine, typer.Option(
+        "--engine", help="Run the models on duckdb (the warehouse, or --parquet) or spark (needs --parquet).")]
+    = Engine.duckdb,
+    parquet: Annotated[str | None, typer.Option(
+        "--parquet", help="A `shadow export parquet` directory (or a URI Spark reads, e.g. s3a://...) to report "
+        "on instead of the warehouse; no sync.", show_default=False)] = None,
+    spark_master: Annotated[str, typer.Option("--spark-master", help="Spark master URL.")] = "local[*]",
+    spark_conf: Annotated[list[str] | None, typer.Option(
+        "--spark-conf", help="A Spark setting KEY=VALUE (repeatable).", show_default=False)] = None,
 ) -> None:
     """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings; and per tool a
     recommendation (raise, hold, fix_rules, rollback, done), the power and evidence.
 
     Example: shadow report loop-rate --tool create_task --since 2025-03-01 --format json
+    Example: shadow report loop-rate --engine spark --parquet s3a://lake/shadow --spark-master yarn
     """
     start, end = time_option(since, "--since"), time_option(until, "--until", until=True)
     if start and end and start >= end:
         fail(f"--since {since} is not before --until {until}; swap them or widen the range", ExitCode.USAGE)
+    if engine is Engine.spark and parquet is None:
+        fail("--engine spark reads a Parquet export: add --parquet DIR (write one with `shadow export parquet "
+             "DIR`)", ExitCode.USAGE)
     where = stores(db_url, db_alias, warehouse)
-    open_for_reading(where, no_sync=no_sync)
+    if parquet is None:
+        open_for_reading(where, no_sync=no_sync)
+    need_extra("spark" if engine is Engine.spark else "analytics")
     from shadow.analytics import _render as report_render
     from shadow.analytics._recommend import Policy
     from shadow.analytics._report import loop_rate_report
-    from shadow.analytics._warehouse import Warehouse, WarehouseError
+    from shadow.analytics._warehouse import WarehouseError
 
     try:
         policy = Policy(max_unmapped_share=max_unmapped_share, relative_reduction=detect, power=power,
                         max_increase=max_increase)
-        with Warehouse.open(where.warehouse, read_only=True) as wh:
-            result = loop_rate_report(wh, tool=tool, since=start, until=end, seed=seed, policy=policy,
+        with _models(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
+            result = loop_rate_report(models, tool=tool, since=start, until=end, seed=seed, policy=policy,
                                       bytes_per_token=bytes_per_token)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)

@@ -46,6 +46,7 @@ class Call:
     latency_us: int = 0
     call_id: str | None = None
     arguments_recorded: bool = True
+    variant: str | None = None  # the arm the call was served in, when the source says (else the import's)
 
 
 @dataclass(frozen=True, slots=True)

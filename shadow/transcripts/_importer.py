@@ -224,10 +224,13 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
             yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, SOURCE)
             continue
         check_name(event.tool, "the tool name", "a string of at most 200 characters")
-        outcome = outcome_of(event, options, rules)
+        call_options = options if event.variant is None else dataclasses.replace(
+            options, variant=Variant(event.variant))
+        outcome = outcome_of(event, call_options, rules)
         spec = ToolSpec(event.tool, rules, True, None, SOURCE)
         started = int(ts.timestamp() * 1_000_000) * 1000
-        pending = PendingCall(spec=spec, mode=mode, variant=options.variant, session_id=sid, seq=seq,
+        call_mode = Mode.CUTOVER if call_options.variant is Variant.STRUCTURED else mode
+        pending = PendingCall(spec=spec, mode=call_mode, variant=call_options.variant, session_id=sid, seq=seq,
                               started_ns=started, latency_ns=event.latency_us * 1000, args=(),
                               kwargs=event.arguments, value=_legacy(event), outcome=outcome)
         record = pending.build()

@@ -16,6 +16,8 @@ RESULT: Final = "gen_ai.tool.call.result"
 CONVERSATION: Final = "gen_ai.conversation.id"
 OPERATION: Final = "gen_ai.operation.name"
 ERROR_TYPE: Final = "error.type"
+VARIANT: Final = "shadow.variant"
+MARK_EVENT: Final = "shadow.mark."
 _MAX_DEPTH: Final = 200
 
 
@@ -33,6 +35,7 @@ class Span:
     error: bool
     status_message: str | None
     where: str
+    events: tuple[tuple[str, int], ...] = ()  # (name, time in ns)
 
     def operation(self) -> str:
         """``gen_ai.operation.name``, else the first word of the span name."""
@@ -103,9 +106,11 @@ def _span(raw: Mapping[str, Any], where: str) -> Span | Problem:
     code = status.get("code", status.get("status_code"))
     error = code in (2, "2", "STATUS_CODE_ERROR", "ERROR", "error")
     message = status.get("message", status.get("description"))
+    events = tuple((str(e.get("name")), _ns(e.get("timeUnixNano", e.get("timestamp"))) or start)
+                   for e in raw.get("events") or [] if isinstance(e, Mapping))
     return Span(trace_id, span_id, _hex(raw.get("parentSpanId")) or _hex(raw.get("parent_id")), name, start,
                 end if end is not None and end >= start else start, _attributes(raw.get("attributes")), error,
-                message if isinstance(message, str) and message else None, where)
+                message if isinstance(message, str) and message else None, where, events)
 
 
 def _spans(doc: object, where: str, problems: list[Problem]) -> Iterator[Span]:
@@ -174,9 +179,27 @@ def _call(span: Span) -> Call | Problem:
     # Arguments are opt-in in the conventions: without them every call would fingerprint alike and look like a
     # loop, so an unrecorded call gets arguments unique to it (it can never count as a repeat).
     arguments = parse_arguments(raw_args) if recorded else {"_unrecorded": f"{span.trace_id}:{span.span_id}"}
+    variant = span.attributes.get(VARIANT)  # the arm, when shadow's OTLP store exported the span
     return Call(tool.strip()[:200], arguments, result, True if error else None, span.where,
                 dt.datetime.fromtimestamp(span.start_ns / 1e9, dt.UTC), (span.end_ns - span.start_ns) // 1000,
-                str(call_id) if call_id is not None else span.span_id, recorded)
+                str(call_id) if call_id is not None else span.span_id, recorded,
+                variant if variant in ("legacy", "structured") else None)
+
+
+def _is_mark(span: Span) -> bool:
+    return span.name.startswith("shadow.mark") and bool(span.attributes.get(CONVERSATION))
+
+
+def _marks(span: Span) -> list[Mark]:
+    """User turns and ends exported by shadow's OTLP store as ``shadow.mark.<kind>`` span events."""
+    out = []
+    for event, at in sorted(span.events, key=lambda e: e[1]):
+        at_time = dt.datetime.fromtimestamp(at / 1e9, dt.UTC)
+        if event == f"{MARK_EVENT}user_turn":
+            out.append(Mark("user_turn", span.where, at_time))
+        elif event == f"{MARK_EVENT}end":
+            out.append(Mark("end", span.where, at_time))
+    return out
 
 
 def parse_otel(text: str, name: str) -> Parsed:
@@ -193,7 +216,7 @@ def parse_otel(text: str, name: str) -> Parsed:
     index = {(s.trace_id, s.span_id): s for s in spans}
     groups: dict[str, list[tuple[Span, str | None]]] = {}
     for span in spans:
-        if not _is_tool(span):
+        if not _is_tool(span) and not _is_mark(span):
             continue
         lineage = [span, *_ancestors(span, index)]
         conv = next((str(s.attributes[CONVERSATION]) for s in lineage if s.attributes.get(CONVERSATION)), None)
@@ -204,6 +227,9 @@ def parse_otel(text: str, name: str) -> Parsed:
         conversation = Conversation(members[0][0].where, key[:200])
         previous_agent: str | None = None
         for span, agent in members:
+            if not _is_tool(span):  # a mark shadow's OTLP store could not attach to a call span
+                conversation.events.extend(_marks(span))
+                continue
             found = _call(span)
             if isinstance(found, Problem):
                 parsed.problems.append(found)
@@ -212,6 +238,7 @@ def parse_otel(text: str, name: str) -> Parsed:
                 conversation.events.append(Mark("user_turn", span.where, found.ts))
             previous_agent = agent if agent is not None else previous_agent
             conversation.events.append(found)
+            conversation.events.extend(_marks(span))
         if conversation.events:
             parsed.conversations.append(conversation)
     return parsed

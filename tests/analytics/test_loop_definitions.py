@@ -51,7 +51,7 @@ def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]
         events = [(c["seq"], 0, c["id"], c) for c in calls if c["session_id"] == sid]
         events += [(m["seq"], 1, m["id"], m) for m in marks
                    if m["session_id"] == sid and m["kind"] in ("user_turn", "end")]
-        events.sort(key=lambda e: (e[0], e[1]))  # seqs are unique here: ties are broken by a hash in the SQL
+        events.sort(key=lambda e: (e[0], e[1], e[2]))  # seq, calls before marks, then the id breaks ties
         order = [e for e in events if e[1] == 0]
         for i, (_, _, _, c) in enumerate(order):
             if c["outcome"] != "error":
@@ -122,12 +122,14 @@ def call_spec(draw: st.DrawFn) -> dict[str, Any]:
         "variant": draw(st.sampled_from(["legacy", "structured"])),
         "unmapped": draw(st.booleans()) if error else False,
         "gap_ms": draw(st.integers(0, 4000)),
+        "tie": draw(st.booleans()), "id_key": draw(st.integers(0, 9)),
     }
 
 
 event_spec = st.one_of(
     call_spec(), call_spec(), call_spec(),
-    st.fixed_dictionaries({"kind": st.sampled_from(["user_turn", "end", "note"]), "gap_ms": st.integers(0, 4000)}),
+    st.fixed_dictionaries({"kind": st.sampled_from(["user_turn", "end", "note"]), "gap_ms": st.integers(0, 4000),
+                           "tie": st.booleans(), "id_key": st.integers(0, 9)}),
 )
 sessions_spec = st.lists(st.lists(event_spec, min_size=1, max_size=14), min_size=1, max_size=4)
 
@@ -137,10 +139,15 @@ def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], l
     marks: list[dict[str, Any]] = []
     for s, events in enumerate(sessions):
         ts = T0 + dt.timedelta(hours=s)
+        seq = 0
         for i, e in enumerate(events, start=1):
             ts += dt.timedelta(milliseconds=e["gap_ms"])
-            base = {"id": f"{s:02d}-{i:03d}", "session_id": f"session-{s}", "seq": i * 2, "ts": ts,
-                    "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": None}
+            # "tie": the same seq as the event before (two writers sharing a session id); then the id decides,
+            # and "id_key" makes id order differ from write order
+            seq = seq if e.get("tie") and seq else seq + 2
+            base = {"id": f"{s:02d}-{e.get('id_key', 0)}-{i:03d}", "session_id": f"session-{s}", "seq": seq, "ts": ts,
+                    "process": "p", "host": "h", "source": "live", "inserted_at": T0,
+                    "epoch": None}
             if e["kind"] != "call":
                 marks.append({**base, "kind": e["kind"]})
                 continue

@@ -363,7 +363,11 @@ def test_cli_sync_rebuild_and_export(cli_env: Path) -> None:
     out = cli_env / "pq"
     exported = runner.invoke(app, ["export", "parquet", str(out)])
     assert exported.exit_code == 0 and "wrote 420 calls" in exported.output
-    refused = runner.invoke(app, ["export", "parquet", str(out)])
+    again = runner.invoke(app, ["export", "parquet", str(out)])  # an earlier export: only what is new
+    assert again.exit_code == 0 and "appended 0 new calls" in again.output
+    (cli_env / "other").mkdir()
+    (cli_env / "other" / "notes.txt").write_text("x")
+    refused = runner.invoke(app, ["export", "parquet", str(cli_env / "other")])
     assert refused.exit_code == 2 and "--overwrite" in refused.output
     (cli_env / "file.txt").write_text("x")
     assert "is a file" in runner.invoke(app, ["export", "parquet", str(cli_env / "file.txt")]).output

@@ -217,6 +217,27 @@ def test_a_row_that_cannot_be_loaded_leaves_the_warehouse_as_it_was(tmp_path: Pa
         assert not [r for r in wh.con.execute("SHOW TABLES").fetchall() if r[0].startswith("_stage")]
 
 
+def test_large_sqlite_reads_go_through_adbc_in_a_child_beside_an_open_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.analytics import _arrow
+
+    monkeypatch.setattr(_arrow, "CHILD_FROM_ROWS", 0)  # every read through the child process
+    monkeypatch.setattr(_arrow, "BATCH_ROWS", 3)  # ADBC infers types from 3 rows: NULL code, then 'not_found'
+    url = f"sqlite:///{tmp_path}/s.db"
+    store = SqlStore(url)  # keeps its connections (WAL) open in this process throughout
+    store.write([call("n", i) for i in range(1, 8)] + session_rows("s", 3))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        first = wh.sync(url)
+        store.write(session_rows("t", 2))  # the writer still works: its locks and WAL survived the reads
+        second = wh.sync(url)
+        with Warehouse.open(tmp_path / "full.duckdb") as full:
+            full.sync(url, rebuild=True)
+            assert snapshot(wh) == snapshot(full)
+        codes = wh.con.execute("SELECT count(code), count(*) FROM calls").fetchall()[0]
+    assert (first.calls_read, second.calls_added) == (16, 6)
+    assert codes == (5, 22)
+
+
 def test_a_warehouse_built_from_another_store_asks_for_a_rebuild(tmp_path: Path) -> None:
     first, second = f"sqlite:///{tmp_path}/one.db", f"sqlite:///{tmp_path}/two.db"
     for url in (first, second):
@@ -281,10 +302,10 @@ def test_parquet_export_is_day_partitioned_and_reports_the_same(tmp_path: Path) 
         wh.sync(url)
         result = wh.export_parquet(out)
         direct = loop_rate_report(wh).to_dict()
-        with pytest.raises(WarehouseError, match="--overwrite"):
-            wh.export_parquet(out)
+        again = wh.export_parquet(out)  # an earlier export: only what is new, here nothing
         wh.export_parquet(out, overwrite=True)
-    assert (result.calls, result.marks) == (11, 3)
+    assert (result.calls, result.marks, result.appended) == (11, 3, False)
+    assert (again.calls, again.marks, again.appended) == (0, 0, True)
     assert sorted(p.name for p in (out / "calls").iterdir()) == ["day=2025-03-14", "day=2025-03-15"]
     assert (out / "flag_audit.parquet").exists()
     with Warehouse.from_parquet(out) as pq:
@@ -293,6 +314,37 @@ def test_parquet_export_is_day_partitioned_and_reports_the_same(tmp_path: Path) 
         d.pop("generated_at")
         d["methods"].pop("synced_at")
     assert via_parquet == direct
+
+
+def test_export_into_an_earlier_export_appends_only_new_rows_by_day_and_id(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    store = SqlStore(url)
+    store.write(session_rows("e1", 2))
+    out = tmp_path / "lake"
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(url)
+        first = wh.export_parquet(out)
+        # a new day, and a late call on the first day
+        store.write([call("e2-0", 1, outcome="error", ts=T0 + dt.timedelta(days=2)), call("e1-0", 9)])
+        wh.sync(url)
+        second = wh.export_parquet(out)
+        direct = loop_rate_report(wh).to_dict()
+    assert (first.calls, second.calls, second.appended) == (6, 2, True)
+    assert sorted(p.name for p in (out / "calls").iterdir()) == ["day=2025-03-14", "day=2025-03-16"]
+    assert len(list((out / "calls" / "day=2025-03-14").glob("*.parquet"))) == 2  # the old file is kept
+    with Warehouse.from_parquet(out) as pq:
+        ids = pq.con.execute("SELECT count(*), count(DISTINCT id) FROM calls").fetchall()[0]
+        via_lake = loop_rate_report(pq).to_dict()
+    assert ids == (8, 8)
+    for d in (direct, via_lake):
+        d.pop("generated_at")
+        d["methods"].pop("synced_at")
+    assert via_lake == direct
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("x")
+    with Warehouse.open(tmp_path / "w.duckdb", read_only=True) as wh, \
+            pytest.raises(WarehouseError, match="holds no earlier export"):
+        wh.export_parquet(tmp_path / "other")
 
 
 def test_models_are_package_data_of_the_analytics_subpackage() -> None:

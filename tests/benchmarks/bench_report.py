@@ -28,9 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from shadow.analytics._report import loop_rate_report  # noqa: E402
-from shadow.analytics._warehouse import Warehouse, _columnar, _ddl, _from_batch  # noqa: E402
+from shadow.analytics._warehouse import Warehouse  # noqa: E402
 from shadow.calllog import _migrate as migrate  # noqa: E402
-from shadow.calllog import _tables as tables  # noqa: E402
 
 SPAN_S = 30 * 86400
 
@@ -308,23 +307,7 @@ def main() -> None:
     sqlite_scaled = sqlite_small * n / sample
     duck_full = report_s + derive_s
 
-    # How rows move into DuckDB: the columnar batches sync uses vs a row-by-row executemany, on the same rows.
-    rows = sqlite3.connect(store).execute("SELECT * FROM calls LIMIT 20000").fetchall()
-    moved = duckdb.connect()
-    moved.execute(_ddl(tables.calls))
-
-    def columnar() -> None:
-        moved.register("_batch", _columnar(rows))
-        moved.execute("INSERT INTO calls " + _from_batch(tables.calls, "_batch"))
-        moved.unregister("_batch")
-
-    batch_s = timed(columnar)
-    marks = ", ".join("?" for _ in tables.calls.columns)
-    many_s = timed(lambda: moved.executemany(f"INSERT INTO calls VALUES ({marks})", rows[:2000])) * 10
-
     print()
-    print(f"executemany / columnar batches, 20,000 rows into DuckDB (executemany timed on 2,000, x10) "
-          f"... {many_s / batch_s:6.0f}x")
     print(f"report / plain scan ............................ {report_s / scan_s:6.2f}x   (target <= 2x)")
     print(f"SQLite / DuckDB, definitions + report, {sample:,} calls each: "
           f"{sqlite_small:.2f} s / {duck_small:.2f} s = {sqlite_small / duck_small:6.1f}x")

@@ -8,7 +8,8 @@
 -- Definitions (README, "Watching the loop rate"):
 --   * A session's calls and marks share one sequence (seq) per counter epoch. Order: epoch (a counter started
 --     anew after a restart comes later; rows without one first), seq, then calls before marks; rows that still
---     tie (a seq used twice, as when two processes share a session id) keep a fixed order: a hash of the id.
+--     tie (a seq used twice, as when two processes share a session id) keep a fixed order: the id itself, which
+--     every engine compares the same way (DuckDB and Spark hash differently; UUIDv7 ids also follow time).
 --   * An error is a call whose outcome is 'error'.
 --   * The error is followed by a loop when the next CALL in the session (marks skipped) goes to the same tool
 --     with the same argument fingerprint. It is back to back when no mark lies between the two calls.
@@ -53,9 +54,9 @@ stream AS (
            LAG(tool IGNORE NULLS) OVER w AS prev_tool,                    -- the previous call
            LAG(fingerprint IGNORE NULLS) OVER w AS prev_fingerprint,
            SUM(1 - is_mark) OVER w AS call_pos,                           -- 1, 2, ... over calls only
-           SUM(1 - is_mark) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n_calls
+           SUM(1 - is_mark) OVER (PARTITION BY session_id) AS n_calls
     FROM events
-    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, hash(id))
+    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, id)
 ),
 -- Runs of identical calls (same tool and fingerprint): a run starts where a call differs from the call before.
 runs AS (

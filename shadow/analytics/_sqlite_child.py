@@ -1,0 +1,42 @@
+"""A child process reading one SQLite query with ADBC and writing it to stdout as an Arrow IPC stream.
+
+ADBC's SQLite driver carries its own copy of the SQLite library. Two copies in one process do not see each other's
+POSIX locks: closing one's connection drops the other's locks and may delete a WAL file still in use (the
+corruption the SQLite documentation warns of). In a child process the two copies lock like any two processes.
+
+    python -m shadow.analytics._sqlite_child PATH BATCH_ROWS < QUERY
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    """Run the query read from stdin on the SQLite file ``argv[0]``; write its batches to stdout."""
+    import adbc_driver_sqlite.dbapi as adbc
+    import pyarrow as pa
+
+    path, batch_rows = argv
+    query = sys.stdin.read()
+    try:
+        conn = adbc.connect(path)
+        cur = conn.cursor()
+        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": batch_rows})
+        cur.execute(query)
+        reader = cur.fetch_record_batch()
+        with pa.ipc.new_stream(sys.stdout.buffer, reader.schema) as out:
+            for batch in reader:
+                out.write_batch(batch)
+        cur.close()
+        conn.close()
+    except BrokenPipeError:  # the parent stopped reading (an error on its side)
+        return 1
+    except Exception as exc:  # the driver's errors: reported on stderr, read by the parent
+        print(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

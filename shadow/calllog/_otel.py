@@ -1,0 +1,224 @@
+"""Call records out through OpenTelemetry: GenAI ``execute_tool`` spans (marks as span events) via the SDK's OTLP.
+
+``OtlpStore`` is a ``Store``: hand it to the writer (``set_writer(Writer(OtlpStore.from_url(...), ...))``, or
+``SHADOW_DB_URL=otlp+http://collector:4318`` where the writer builds its store with ``store_for_url``) and every
+record becomes one span through the SDK's ``OTLPSpanExporter`` (HTTP/protobuf) and ``BatchSpanProcessor``. A
+collector routes them on (Parquet, ClickHouse, Langfuse, ...). Needs the ``otel`` extra; imported only when used.
+
+Attributes follow the GenAI semantic conventions (``gen_ai.operation.name``, ``gen_ai.tool.name``,
+``gen_ai.tool.call.id``, ``gen_ai.conversation.id``, ``error.type``) plus ``shadow.*`` for the contract's fields.
+Arguments (``gen_ai.tool.call.arguments``) and payloads (``gen_ai.tool.call.result``, ``shadow.legacy_payload``,
+``shadow.new_payload``) are opt-in, as in the conventions; they are the record's values, redacted and truncated
+exactly as the database stores them. A mark (user turn, end) becomes an event on the span of the call before it
+in the same batch, else a zero-length ``shadow.mark`` span of its own.
+
+When the application already traces the tool call, ``annotate_current_span(record)`` puts the same attributes on
+its active span instead (the adapter calls it when a record is built; it does nothing unless OpenTelemetry is
+imported and a span is recording).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+from shadow._logs import get_logger
+from shadow.calllog._records import CallRecord, MarkRecord
+
+if TYPE_CHECKING:
+    from shadow.calllog._records import Record
+    from shadow.typing import Deferred
+
+log = get_logger("shadow.otel")
+
+#: URL schemes of the OTLP store (``SHADOW_DB_URL``).
+SCHEMES: Final = {"otlp+http": "http", "otlp+https": "https"}
+_TRUE: Final = {"1", "true", "yes", "on"}
+
+
+def attributes(record: CallRecord, *, arguments: bool = False, payloads: bool = False) -> dict[str, Any]:
+    """A call record as span attributes (no ``None`` values: OpenTelemetry drops them anyway)."""
+    out: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": record.tool,
+        "gen_ai.tool.call.id": record.id,
+        "gen_ai.conversation.id": record.session_id,
+        "shadow.seq": record.seq,
+        "shadow.mode": record.mode,
+        "shadow.variant": record.variant,
+        "shadow.outcome": record.outcome,
+        "shadow.fingerprint": record.fingerprint,
+        "shadow.unmapped": record.unmapped,
+        "shadow.schema_valid": record.schema_valid,
+        "shadow.latency_us": record.latency_us,
+        "shadow.source": record.source,
+    }
+    optional = {"shadow.code": record.code, "shadow.retryable": record.retryable,
+                "shadow.next_action": record.next_action, "shadow.retry_after_ms": record.retry_after_ms,
+                "shadow.error_field": record.error_field, "shadow.rule": record.rule}
+    out.update({k: v for k, v in optional.items() if v is not None})
+    if record.outcome == "error":
+        out["error.type"] = record.code or "error"
+    if arguments and record.args is not None:
+        out["gen_ai.tool.call.arguments"] = json.dumps(record.args, sort_keys=True)
+    if payloads:
+        served = record.new_payload if record.variant == "structured" else record.legacy_payload
+        if served is not None:
+            out["gen_ai.tool.call.result"] = json.dumps(served)
+        for name in ("legacy_payload", "new_payload"):
+            value = getattr(record, name)
+            if value is not None:
+                out[f"shadow.{name}"] = json.dumps(value)
+    return out
+
+
+def annotate_current_span(record: CallRecord, *, arguments: bool = False, payloads: bool = False) -> bool:
+    """Put the record's attributes on the application's active span, if one is recording; True when it did.
+
+    Cheap when OpenTelemetry is not in use: it is never imported here, only looked up among loaded modules.
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return False
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return False
+    span.set_attributes(attributes(record, arguments=arguments, payloads=payloads))
+    if record.outcome == "error":
+        span.set_status(trace.Status(trace.StatusCode.ERROR, record.code or "error"))
+    return True
+
+
+def annotate_pending(item: Deferred) -> Record | Deferred:
+    """The adapter's hook: ``get_writer().submit(annotate_pending(item))``.
+
+    Without a recording application span (the common case: one dictionary lookup) ``item`` goes on unchanged and
+    the writer thread builds the record. With one, the record is built here, on the call's thread, its attributes
+    go on the application's span, and the built record is what the writer stores: the span's
+    ``gen_ai.tool.call.id`` is the stored record's id. A failure here never reaches the tool call.
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return item
+    try:
+        if not trace.get_current_span().is_recording():
+            return item
+        record = item.build()
+        if isinstance(record, CallRecord):
+            annotate_current_span(record)
+        return record
+    except Exception as exc:  # shadow's machinery never breaks the call; the writer builds the record as usual
+        log.warning("otel_annotate_failed", error_type=type(exc).__name__)
+        return item
+
+
+def _ns(record: CallRecord | MarkRecord) -> int:
+    return int(record.ts.timestamp() * 1_000_000) * 1000
+
+
+class OtlpStore:
+    """A ``Store`` exporting call records as OTLP spans through the OpenTelemetry SDK (its own tracer provider)."""
+
+    def __init__(self, endpoint: str, *, arguments: bool = False, payloads: bool = False,
+                 headers: Mapping[str, str] | None = None, timeout: float = 10.0, service_name: str = "shadow",
+                 schedule_delay_millis: int = 1000, max_queue_size: int = 20_000) -> None:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError as exc:
+            raise RuntimeError(f"the OTLP store needs the 'otel' extra ({exc.name} is not installed): "
+                               "pip install 'shadow-errors[otel]'") from None
+        self.endpoint = endpoint
+        self.arguments = arguments
+        self.payloads = payloads
+        self._provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        exporter = OTLPSpanExporter(endpoint=endpoint, headers=dict(headers or {}), timeout=int(timeout))
+        self._provider.add_span_processor(BatchSpanProcessor(
+            exporter, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis))
+        self._tracer = self._provider.get_tracer("shadow")
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> OtlpStore:
+        """``otlp+http://host:4318[/v1/traces][?arguments=1&payloads=1]`` (or ``otlp+https://``)."""
+        parts = urlsplit(url)
+        if parts.scheme not in SCHEMES:
+            raise ValueError(f"{url!r} is not an OTLP store URL; use otlp+http://collector:4318 or otlp+https://...")
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        unknown = set(query) - {"arguments", "payloads"}
+        if unknown:
+            raise ValueError(f"unknown OTLP store option(s) {sorted(unknown)} in {url!r}; known: arguments, payloads")
+        path = parts.path if parts.path not in ("", "/") else "/v1/traces"
+        endpoint = urlunsplit((SCHEMES[parts.scheme], parts.netloc, path, "", ""))
+        flags: dict[str, bool] = {k: query[k].lower() in _TRUE for k in ("arguments", "payloads") if k in query}
+        return cls(endpoint, **{**flags, **options})
+
+    @property
+    def display_url(self) -> str:
+        """The endpoint, for messages."""
+        return self.endpoint
+
+    def _parent(self, session_id: str) -> Any:
+        """A remote parent per session: a session's calls share one trace (when no application span exists)."""
+        from opentelemetry import trace
+
+        digest = hashlib.sha256(session_id.encode()).digest()
+        ctx = trace.SpanContext(trace_id=int.from_bytes(digest[:16], "big") or 1,
+                                span_id=int.from_bytes(digest[16:24], "big") or 1, is_remote=True,
+                                trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
+        return trace.set_span_in_context(trace.NonRecordingSpan(ctx))
+
+    def write(self, records: Sequence[Record]) -> None:
+        """One span per call; a mark becomes an event on the span of its session's previous call in ``records``."""
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        open_spans: dict[str, tuple[Any, int]] = {}  # session -> (span, end time), ended after the batch
+        try:
+            for record in records:
+                if isinstance(record, CallRecord):
+                    start = _ns(record)
+                    span = self._tracer.start_span(
+                        f"execute_tool {record.tool}", context=self._parent(record.session_id),
+                        kind=SpanKind.INTERNAL, start_time=start,
+                        attributes=attributes(record, arguments=self.arguments, payloads=self.payloads))
+                    if record.outcome == "error":
+                        span.set_status(Status(StatusCode.ERROR, record.code or "error"))
+                    previous = open_spans.pop(record.session_id, None)
+                    if previous is not None:
+                        previous[0].end(end_time=previous[1])
+                    open_spans[record.session_id] = (span, start + record.latency_us * 1000)
+                elif isinstance(record, MarkRecord):
+                    event: dict[str, Any] = {"shadow.mark.id": record.id, "shadow.seq": record.seq,
+                                             "shadow.mark.kind": record.kind}
+                    holder = open_spans.get(record.session_id)
+                    if holder is not None:
+                        holder[0].add_event(f"shadow.mark.{record.kind}", event, timestamp=_ns(record))
+                        continue
+                    span = self._tracer.start_span(
+                        f"shadow.mark {record.kind}", context=self._parent(record.session_id), start_time=_ns(record),
+                        attributes={"gen_ai.conversation.id": record.session_id, "shadow.seq": record.seq})
+                    span.add_event(f"shadow.mark.{record.kind}", event, timestamp=_ns(record))
+                    span.end(end_time=_ns(record))
+        finally:
+            for span, end in open_spans.values():
+                span.end(end_time=end)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Export every span handed over so far; False when the exporter did not finish in ``timeout`` seconds."""
+        return bool(self._provider.force_flush(int(timeout * 1000)))
+
+    def close(self) -> None:
+        """Flush and shut the exporter down."""
+        self._provider.shutdown()
+
+
+def store_for_url(url: str) -> OtlpStore | None:
+    """The OTLP store for an ``otlp+http(s)://`` URL, else None (a database URL: the writer's ``SqlStore``)."""
+    if urlsplit(url).scheme in SCHEMES:
+        return OtlpStore.from_url(url)
+    return None

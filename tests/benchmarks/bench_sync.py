@@ -1,0 +1,179 @@
+"""Benchmark of ``shadow sync``: full sync rows/s next to a bare read of the same columns by the same driver.
+
+Run: python3 tests/benchmarks/bench_sync.py                       # 1 million calls, SQLite
+     python3 tests/benchmarks/bench_sync.py --calls 200000 --pg postgresql+psycopg://postgres@127.0.0.1:5432/test
+     python3 tests/benchmarks/bench_sync.py --compare /work/main  # also the sync of another checkout (before)
+
+The call log is the synthetic one of bench_report.py (sessions of 40 calls, 15% errors, marks), generated in SQLite
+at two sizes (--calls and a quarter of it) and, with --pg, copied into a throw-away PostgreSQL database. Every
+measurement runs in a fresh process, so its peak RSS is its own:
+
+* bare read: the sync's own query read by the same driver (ADBC's SQLite driver, ADBC's PostgreSQL driver), the
+  Arrow batches discarded: the limit a sync can reach;
+* full sync: ``Warehouse.sync(rebuild=True)`` into a new warehouse file, derived tables included.
+
+Targets: full sync >= 0.5x the bare read; peak RSS flat in the log's size (batches, not the whole log). The
+reader holds a few batches of 65,536 rows; DuckDB caches what it wrote up to its ``memory_limit``
+(``--memory-limit``), so with a small limit both sizes show the same peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+CHILD = r"""
+import json, resource, sys, time
+mode, url, target, memory_limit = sys.argv[1:5]
+t0 = time.perf_counter()
+rows = 0
+if mode == "sync":
+    from shadow.analytics._warehouse import Warehouse
+    with Warehouse.open(target, memory_limit=memory_limit) as wh:
+        r = wh.sync(url, rebuild=True)
+    rows = r.calls_read + r.marks_read
+else:
+    from shadow.analytics import _arrow
+    from shadow.calllog import _tables as tables
+    import pyarrow as pa
+    for table in (tables.calls, tables.marks):
+        if mode == "bare-sqlite":  # ADBC's SQLite driver on the sync's query, in this process, batches discarded
+            import adbc_driver_sqlite.dbapi as adbc
+            conn = adbc.connect(url.removeprefix("sqlite:///"))
+            cur = conn.cursor()
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_arrow.BATCH_ROWS)})
+            cur.execute(_arrow.sqlite_query(table, None))
+        else:  # ADBC's PostgreSQL driver on the sync's query
+            import adbc_driver_postgresql.dbapi as adbc
+            from sqlalchemy.engine import make_url
+            conn = adbc.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
+            cur = conn.cursor()
+            cur.execute(_arrow.postgres_query(table, None))
+        for batch in cur.fetch_record_batch():
+            rows += batch.num_rows
+        cur.close()
+        conn.close()
+secs = time.perf_counter() - t0
+print(json.dumps({"rows": rows, "seconds": secs,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def measure(mode: str, url: str, work: Path, code: Path = ROOT, memory_limit: str = "1GB") -> dict[str, float]:
+    target = work / f"w-{time.monotonic_ns()}.duckdb"
+    env = dict(os.environ, PYTHONPATH=str(code))
+    out = subprocess.run([sys.executable, "-c", CHILD, mode, url, str(target), memory_limit], env=env,
+                         capture_output=True, text=True, check=False)
+    if out.returncode:
+        raise SystemExit(f"{mode} on {url} failed:\n{out.stderr[-3000:]}")
+    for p in (target, Path(f"{target}.wal")):
+        p.unlink(missing_ok=True)
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def make_sqlite(path: Path, calls: int) -> str:
+    from bench_report import generate
+
+    from shadow.calllog import _migrate as migrate
+
+    path.unlink(missing_ok=True)
+    url = f"sqlite:///{path}"
+    migrate.ensure(url)
+    generate(path, 0, calls, calls, old=True)
+    return url
+
+
+def copy_to_postgres(sqlite_path: Path, admin_url: str, name: str) -> str:
+    """A throw-away PostgreSQL database holding the SQLite log's rows (COPY, row by row: setup, not measured)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from shadow.calllog import _migrate as migrate
+
+    admin = make_url(admin_url)
+    plain = admin.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        con.execute(f'CREATE DATABASE "{name}"')
+    url = admin.set(database=name).render_as_string(hide_password=False)
+    migrate.ensure(url)
+    src = sqlite3.connect(sqlite_path)
+    with psycopg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)) as con:
+        for table in ("calls", "marks", "flag_audit"):
+            cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
+            bools = {"retryable", "unmapped", "schema_valid"}
+            with con.cursor().copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN") as copy:
+                cur = src.execute(f"SELECT {', '.join(cols)} FROM {table}")
+                while rows := cur.fetchmany(10_000):
+                    for row in rows:
+                        copy.write_row([bool(v) if c in bools and v is not None else v
+                                        for c, v in zip(cols, row, strict=True)])
+        con.commit()
+    return url
+
+
+def drop_postgres(admin_url: str, name: str) -> None:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(admin_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1_000_000, help="calls in the larger log (default 1 million)")
+    parser.add_argument("--pg", default=os.environ.get("SHADOW_TEST_POSTGRES_URL"),
+                        help="a PostgreSQL URL whose server may hold a throw-away database (default: "
+                             "SHADOW_TEST_POSTGRES_URL; none: SQLite only)")
+    parser.add_argument("--memory-limit", default="1GB",
+                        help="DuckDB's memory_limit for the sync (its cache grows up to it; default 1GB)")
+    parser.add_argument("--compare", type=Path, default=None,
+                        help="another checkout whose sync is measured too (for example /work/main: before)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
+    sizes = [args.calls // 4, args.calls]
+    print(f"work directory {work}; logs of {sizes[0]:,} and {sizes[1]:,} calls")
+    lines: list[str] = []
+    for n in sizes:
+        path = work / f"calls-{n}.db"
+        sources = [("SQLite", make_sqlite(path, n), "bare-sqlite")]
+        if args.pg:
+            name = f"bench_sync_{n}"
+            sources.append(("PostgreSQL", copy_to_postgres(path, args.pg, name), "bare-pg"))
+        for label, url, bare_mode in sources:
+            bare = measure(bare_mode, url, work)
+            full = measure("sync", url, work, memory_limit=args.memory_limit)
+            rate_bare, rate_sync = bare["rows"] / bare["seconds"], full["rows"] / full["seconds"]
+            line = (f"{label:<10} {n:>10,} calls: bare read {rate_bare:>10,.0f} rows/s, full sync "
+                    f"{rate_sync:>10,.0f} rows/s = {rate_sync / rate_bare:4.2f}x the bare read (target >= 0.5x); "
+                    f"peak RSS sync {full['peak_rss_mib']:,.0f} MiB, bare {bare['peak_rss_mib']:,.0f} MiB")
+            if args.compare:
+                before = measure("sync", url, work, args.compare, args.memory_limit)
+                line += (f"; {args.compare} sync {before['rows'] / before['seconds']:,.0f} rows/s "
+                         f"(this one {rate_sync / (before['rows'] / before['seconds']):.2f}x), peak RSS "
+                         f"{before['peak_rss_mib']:,.0f} MiB")
+            print(line, flush=True)
+            lines.append(line)
+            if label == "PostgreSQL":
+                drop_postgres(args.pg, f"bench_sync_{n}")
+        path.unlink(missing_ok=True)
+    print()
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

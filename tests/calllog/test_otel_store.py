@@ -1,0 +1,238 @@
+"""The OTLP store: call records out as GenAI execute_tool spans to a real OTLP/HTTP receiver, and back in by import."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import gzip
+import json
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("opentelemetry.sdk", reason="the OTLP store needs the 'otel' extra")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the OTLP store needs the 'otel' extra")
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from shadow.analytics._report import loop_rate_report
+from shadow.analytics._warehouse import Warehouse
+from shadow.calllog._otel import OtlpStore, annotate_current_span, annotate_pending, attributes, store_for_url
+from shadow.calllog._records import CallRecord, MarkRecord
+from shadow.cli import app
+
+
+def _hex_ids(node: object) -> None:
+    """protobuf's JSON mapping writes bytes as base64; OTLP JSON wants trace and span ids as hex."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str):
+                node[k] = base64.b64decode(v).hex()
+            else:
+                _hex_ids(v)
+    elif isinstance(node, list):
+        for v in node:
+            _hex_ids(v)
+
+
+class Receiver:
+    """An OTLP/HTTP trace receiver on loopback, keeping each request as an OTLP JSON document."""
+
+    def __init__(self) -> None:
+        self.documents: list[dict[str, Any]] = []
+        received = self.documents
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                elif self.headers.get("Content-Encoding") == "deflate":
+                    body = zlib.decompress(body)
+                if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
+                    self.send_error(415)
+                    return
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                doc = json.loads(json_format.MessageToJson(request))
+                _hex_ids(doc)
+                received.append(doc)
+                out = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"otlp+http://127.0.0.1:{self.server.server_address[1]}"
+
+    def spans(self) -> list[dict[str, Any]]:
+        return [span for doc in self.documents for r in doc["resourceSpans"] for s in r["scopeSpans"]
+                for span in s["spans"]]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+    found.thread.start()
+    yield found
+    found.server.shutdown()
+    found.server.server_close()
+
+
+def _records(db: Path) -> list[CallRecord | MarkRecord]:
+    """Every record of a call log, in session order (as a writer would have handed them over)."""
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    out: list[tuple[str, int, int, CallRecord | MarkRecord]] = []
+    for row in con.execute("SELECT * FROM calls"):
+        d = dict(row)
+        d.pop("inserted_at")
+        for name in ("arg_hashes", "args", "legacy_payload", "new_payload"):
+            d[name] = json.loads(d[name]) if d[name] is not None else None
+        for name in ("retryable", "unmapped", "schema_valid"):
+            d[name] = bool(d[name]) if d[name] is not None else None
+        d["ts"] = _when(d["ts"])
+        out.append((d["session_id"], d["seq"], 0, CallRecord(**d)))
+    for row in con.execute("SELECT * FROM marks"):
+        d = dict(row)
+        d.pop("inserted_at")
+        d["ts"] = _when(d["ts"])
+        out.append((d["session_id"], d["seq"], 1, MarkRecord(**d)))
+    return [r for *_, r in sorted(out, key=lambda t: t[:3])]
+
+
+def _when(text: str) -> Any:
+    import datetime as dt
+
+    found = dt.datetime.fromisoformat(text)
+    return found if found.tzinfo else found.replace(tzinfo=dt.UTC)
+
+
+def _arms(db: Path, tmp: Path, name: str) -> dict[str, tuple[int, int, int]]:
+    with Warehouse.open(tmp / f"{name}.duckdb") as wh:
+        wh.sync(f"sqlite:///{db}", rebuild=True)
+        report = loop_rate_report(wh, resamples=10)
+        return {v.variant: (v.calls, v.errors, v.loops) for v in report.variants}
+
+
+def test_records_round_trip_through_an_otlp_receiver_and_shadow_import(receiver: Receiver, tmp_path: Path) -> None:
+    from shadow.demo._run import run_demo
+
+    run_demo(tmp_path / "demo", sessions=60, seed=3, dashboard=False)
+    source = tmp_path / "demo" / "shadow.db"
+    records = _records(source)
+    store = OtlpStore.from_url(receiver.url + "?arguments=1", schedule_delay_millis=50)
+    for start in range(0, len(records), 200):  # the writer's batches
+        store.write(records[start:start + 200])
+    assert store.flush(30)
+    store.close()
+
+    spans = receiver.spans()
+    calls = [r for r in records if isinstance(r, CallRecord)]
+    assert len([s for s in spans if s["name"].startswith("execute_tool ")]) == len(calls)
+    first = next(s for s in spans if any(a["key"] == "error.type" for a in s["attributes"]))
+    keys = {a["key"] for a in first["attributes"]}
+    assert {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.conversation.id",
+            "error.type", "shadow.mode", "shadow.variant", "shadow.code", "shadow.fingerprint",
+            "shadow.unmapped", "shadow.next_action", "gen_ai.tool.call.arguments"} <= keys
+    assert "gen_ai.tool.call.result" not in keys  # payloads only when opted in
+    assert first["status"]["code"] == "STATUS_CODE_ERROR"
+    # every mark is an event: on the span of the call before it, or (first in a batch) on a shadow.mark span
+    assert sum(len(s.get("events", [])) for s in spans) == sum(isinstance(r, MarkRecord) for r in records)
+
+    export = tmp_path / "otlp.jsonl"
+    export.write_text("".join(json.dumps(doc) + "\n" for doc in receiver.documents))
+    imported = tmp_path / "imported.db"
+    result = CliRunner().invoke(app, ["import", "--format", "otel", str(export), "--db-url", f"sqlite:///{imported}"])
+    assert result.exit_code == 0, result.output
+    assert _arms(imported, tmp_path, "imported") == _arms(source, tmp_path, "source")
+    con = sqlite3.connect(imported)
+    assert con.execute("SELECT count(*) FROM marks").fetchone()[0] == sqlite3.connect(source).execute(
+        "SELECT count(*) FROM marks WHERE kind IN ('user_turn', 'end')").fetchone()[0]
+
+
+def test_otlp_urls_choose_the_store_and_bad_options_say_what_is_known() -> None:
+    assert store_for_url("sqlite:///shadow.db") is None
+    store = store_for_url("otlp+http://127.0.0.1:4318")
+    assert store is not None
+    assert store.endpoint == "http://127.0.0.1:4318/v1/traces"
+    assert (store.arguments, store.payloads) == (False, False)
+    store.close()
+    with pytest.raises(ValueError, match="known: arguments, payloads"):
+        OtlpStore.from_url("otlp+http://127.0.0.1:4318?secrets=1")
+
+
+def test_payloads_are_opt_in_and_stored_redacted_values_go_out_as_they_are() -> None:
+    import datetime as dt
+
+    record = CallRecord(
+        id="c1", session_id="s1", seq=1, ts=dt.datetime(2025, 3, 1, tzinfo=dt.UTC), tool="create_task",
+        mode="shadow", variant="legacy", fingerprint="f", arg_hashes=None, args={"token": "[REDACTED]"},
+        outcome="error", legacy_payload="Error: bad date", new_payload={"ok": False}, code="validation_error",
+        retryable=False, next_action="fix_args", retry_after_ms=None, error_field="due", rule="r", unmapped=False,
+        schema_valid=True, latency_us=10, process="p", host="h")
+    plain = attributes(record)
+    assert "gen_ai.tool.call.arguments" not in plain and "gen_ai.tool.call.result" not in plain
+    assert (plain["error.type"], plain["shadow.retryable"], plain["shadow.next_action"]) == (
+        "validation_error", False, "fix_args")
+    full = attributes(record, arguments=True, payloads=True)
+    assert json.loads(full["gen_ai.tool.call.arguments"]) == {"token": "[REDACTED]"}
+    assert json.loads(full["gen_ai.tool.call.result"]) == "Error: bad date"  # what the legacy arm served
+
+
+def test_an_active_application_span_gets_the_attributes_instead() -> None:
+    import datetime as dt
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exported = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exported))
+    record = CallRecord(
+        id="c2", session_id="s2", seq=1, ts=dt.datetime(2025, 3, 1, tzinfo=dt.UTC), tool="search", mode="shadow",
+        variant="legacy", fingerprint="f", arg_hashes=None, args=None, outcome="ok", legacy_payload=None,
+        new_payload=None, code=None, retryable=None, next_action=None, retry_after_ms=None, error_field=None,
+        rule=None, unmapped=False, schema_valid=True, latency_us=10, process="p", host="h")
+    assert annotate_current_span(record) is False  # no active span: nothing to do
+    with provider.get_tracer("app").start_as_current_span("execute_tool search"):
+        assert annotate_current_span(record) is True
+    (span,) = exported.get_finished_spans()
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.tool.call.id"] == "c2"
+    assert span.attributes["shadow.variant"] == "legacy"
+
+    class Pending:  # what the adapter hands the writer: built on demand, with a fresh id each time
+        built = 0
+
+        def build(self) -> CallRecord:
+            Pending.built += 1
+            return dataclasses.replace(record, id=f"c2-{Pending.built}")
+
+    pending = Pending()
+    assert annotate_pending(pending) is pending and Pending.built == 0  # no span: left to the writer thread
+    with provider.get_tracer("app").start_as_current_span("execute_tool search"):
+        stored = annotate_pending(pending)
+    assert isinstance(stored, CallRecord)
+    assert exported.get_finished_spans()[-1].attributes["gen_ai.tool.call.id"] == stored.id  # type: ignore[index]
