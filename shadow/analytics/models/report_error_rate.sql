@@ -15,8 +15,10 @@ bounds AS (
     SELECT max(ts) AS last_ts, greatest(min(ts), max(ts) - INTERVAL 7 DAY) AS window_start FROM filtered
 )
 SELECT f.tool,
-       count(*) FILTER (WHERE f.outcome = 'error' AND f.ts >= b.window_start)
-           / greatest(epoch(b.last_ts - b.window_start) / 86400.0, 1.0 / 24) AS errors_per_day
+       -- doubles throughout (and whole microseconds between the bounds), so DuckDB and Spark compute the same value
+       CAST(count(*) FILTER (WHERE f.outcome = 'error' AND f.ts >= b.window_start) AS DOUBLE)
+           / greatest(CAST(date_diff('microsecond', b.window_start, b.last_ts) AS DOUBLE) / 86400000000.0,
+                      CAST(1 AS DOUBLE) / 24) AS errors_per_day
 FROM filtered AS f, bounds AS b
 GROUP BY f.tool, b.last_ts, b.window_start
 ORDER BY f.tool
