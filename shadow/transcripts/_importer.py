@@ -60,7 +60,8 @@ class ImportOptions:
 
     def effective_rules(self) -> Rules:
         """Your rules first, then the MCP error texts, then the built-in rules (the adapter's)."""
-        return (self.rules or Rules.empty()) + normalize.mcp() + Rules.default()
+        own = self.rules.without_defaults() if self.rules is not None else Rules.empty()
+        return own + normalize.mcp() + Rules.default()
 
 
 @dataclass(slots=True)
