@@ -34,7 +34,7 @@ def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
 
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION
-_STATUS_LINE = r"(?:status(?: code)?:?|returned error:?|http(?:/[\d.]+)?|^(?=\d{3} [A-Z]))\s*"
+_STATUS_LINE = r"(?:status(?: code)?:?|returned error:?|http(?:/[\d.]+)?|^(?=(?-i:\d{3} [A-Z])))\s*"
 
 #: Ordered: the first row whose pattern is found wins, so specific phrases come before broad ones.
 PHRASES: Final[tuple[Phrase, ...]] = (

@@ -22,8 +22,9 @@ ValueMatch: TypeAlias = Callable[[Any], bool]
 Extractor: TypeAlias = Callable[[Any], Mapping[str, Any] | None]
 
 ERROR_TEXT_PREFIX = re.compile(
-    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]+ (?:error|exception)\s*:|"
-    r"[45]\d\d [A-Z][A-Za-z -]{2,40}\s*$)", re.IGNORECASE)
+    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]+ (?:error|exception)\s*:)", re.IGNORECASE)
+#: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
+STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 _ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
 _TEXT_KEYS: Final = ("error", "message", "detail", "error_message", "errorMessage", "msg", "reason", "title")
 _STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "code")
@@ -261,7 +262,7 @@ def status_of(value: object) -> int | None:
 def looks_like_error(value: object) -> bool:
     """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, 'Error: ...' text."""
     if isinstance(value, str):
-        return bool(ERROR_TEXT_PREFIX.match(value))
+        return bool(ERROR_TEXT_PREFIX.match(value) or STATUS_LINE.match(value))
     if isinstance(value, Mapping):
         if value.get("ok") is False or value.get("success") is False:
             return True

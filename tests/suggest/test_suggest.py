@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,19 +97,18 @@ def _run_traffic(db_url: str, rules: Path | None = None) -> None:
     subprocess.run(args, env=env, check=True, timeout=120, cwd=ROOT)
 
 
-def _unmapped_share(db_url: str, tool: str) -> float:
-    result = CliRunner().invoke(app, ["ready", tool, "--db-url", db_url, "--min-calls", "10", "--min-errors", "5",
-                                      "--format", "json"])
+def _unmapped_share(db_url: str, tool: str, since: str | None = None) -> float:
+    args = ["ready", tool, "--db-url", db_url, "--min-calls", "10", "--min-errors", "5", "--format", "json"]
+    result = CliRunner().invoke(app, [*args, *(["--since", since] if since else [])])
     assert result.exit_code in (0, 1), result.output
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     return float(checks["unmapped_share"]["value"])
 
 
-def test_shadow_suggest_review_and_shadow_again_makes_the_unmapped_share_fall(tmp_path: Path) -> None:
-    before, after = f"sqlite:///{tmp_path / 'before.db'}", f"sqlite:///{tmp_path / 'after.db'}"
-    _run_traffic(before)
+def test_shadow_suggest_review_and_shadow_again_makes_the_unmapped_share_fall(db_url: str, tmp_path: Path) -> None:
+    _run_traffic(db_url)
     learned = tmp_path / "learned_rules.py"
-    result = CliRunner().invoke(app, ["rules", "suggest", "--db-url", before, "--emit-rules", str(learned),
+    result = CliRunner().invoke(app, ["rules", "suggest", "--db-url", db_url, "--emit-rules", str(learned),
                                       "--format", "json"])
     assert result.exit_code == 0, result.output
     found = json.loads(result.stdout)
@@ -124,26 +124,34 @@ def test_shadow_suggest_review_and_shadow_again_makes_the_unmapped_share_fall(tm
     assert sum(g["count"] for g in found["groups"]) == found["unmapped"]
     assert len(found["groups"]) == 6  # one per shape: branch names, hosts, times and ids are masked
 
-    _run_traffic(after, learned)
+    time.sleep(1.1)
+    review = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    time.sleep(1.1)
+    _run_traffic(db_url, learned)  # the shadow phase again, with the reviewed rules
     for tool in ("git_checkout", "git_commit", "git_create_branch", "convert_time", "fetch"):
-        assert _unmapped_share(before, tool) == 1.0
-        assert _unmapped_share(after, tool) == 0.0
-    assert _unmapped_share(after, "move_card") == 1.0
-    again = CliRunner().invoke(app, ["rules", "suggest", "--db-url", after, "--format", "json"])
-    assert json.loads(again.stdout)["unmapped_share"] < 0.15 < found["unmapped_share"]
+        assert _unmapped_share(db_url, tool) == 0.5  # the whole log: half before the rules, half after
+        assert _unmapped_share(db_url, tool, since=review) == 0.0
+    assert _unmapped_share(db_url, "move_card", since=review) == 1.0
+    again = CliRunner().invoke(app, ["rules", "suggest", "--db-url", db_url, "--since", review, "--format", "json"])
+    after = json.loads(again.stdout)
+    print(f"\nunmapped share before the learned rules {found['unmapped_share']:.1%}, after "
+          f"{after['unmapped_share']:.1%}")
+    assert after["unmapped_share"] < 0.15 < found["unmapped_share"]
+    assert [g["tool"] for g in after["groups"]] == ["move_card"]
 
-    engine = db.engine(after)
+    engine = db.engine(db_url)
     with engine.connect() as conn:
-        payload = conn.execute(tables.calls.select().where(tables.calls.c.tool == "git_checkout",
-                                                           tables.calls.c.outcome == "error")).first()
+        payload = conn.execute(tables.calls.select().where(
+            tables.calls.c.tool == "git_checkout", tables.calls.c.outcome == "error",
+            tables.calls.c.unmapped.is_(False))).first()
     assert payload is not None
     error = payload.new_payload["error"]
     assert error["code"] == "not_found"
     assert error["context"]["ref"] in error["message"]
 
 
-def test_the_table_output_names_the_group_the_code_and_the_remedy(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'log.db'}"
+def test_the_table_output_names_the_group_the_code_and_the_remedy(db_url: str) -> None:
+    url = db_url
     engine = db.engine(url)
     tables.metadata.create_all(engine)
     t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
