@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -11,6 +12,8 @@ from shadow.contract._codes import Code
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]]+")
 _PATH = re.compile(r"(?<![\w.:/<>-])(?:~|\.{1,2})?/(?:[\w.@+%~-]+/?)+")
 _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.@+ -]+\\?)+")
+#: Phrases are read in the start of a text; an error's meaning is stated there, and a long text stays cheap.
+MAX_READ: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +26,11 @@ class Phrase:
     remedy: str
 
 
+@functools.lru_cache(maxsize=512)
 def mask_locations(text: str) -> str:
-    """The text with URLs and paths replaced by ``<url>`` and ``<path>``, so a word inside one (a host under
-    ``.invalid``, a directory named ``not-found``) never decides the code."""
+    """The start of the text (``MAX_READ`` characters) with URLs and paths replaced by ``<url>`` and ``<path>``,
+    so a word inside one (a host under ``.invalid``, a directory named ``not-found``) never decides the code."""
+    text = text[:MAX_READ]
     return _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
 
 

@@ -290,6 +290,10 @@ class Walker:
                 key = ".".join([*parts[:cut], func.id])
                 if key in self.module.nested:
                     return f"{self.module.name}.{key}"
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            cls = instance_class(self.index, self.module, self.scope, func.value.id)
+            if cls is not None:  # ``server = TimeServer()`` in an enclosing scope, then ``server.convert(...)``
+                return f"{cls}.{func.attr}"
         return self.index.dotted(self.module, func)
 
     def _call(self, call: ast.Call, tries: tuple[tuple[_Handler, ...], ...]) -> None:
@@ -323,6 +327,24 @@ class Walker:
             walker = Walker(self.index, module, owner, results=False, depth=self.depth + 1, scope=relative)
             cache[dotted] = [_located(s, module.file) for s in walker.run(node)]
         return cache[dotted]
+
+
+def instance_class(index: Index, module: Module, scope: str | None, variable: str) -> str | None:
+    """The scanned class a variable holds when the function, an enclosing one or the module assigns it
+    ``variable = SomeClass(...)``."""
+    parts = scope.split(".") if scope else []
+    bodies = [module.defs.get(".".join(parts[:cut])) for cut in range(len(parts), 0, -1)]
+    for owner in [*bodies, module.tree]:
+        if not isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+            continue
+        for stmt in owner.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id == variable for t in stmt.targets):
+                dotted = index.dotted(module, stmt.value.func)
+                found = index.lookup(dotted) if dotted else None
+                if found is not None and isinstance(found[1], ast.ClassDef):
+                    return dotted
+    return None
 
 
 def _relative(dotted: str, module: Module) -> str:

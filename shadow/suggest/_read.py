@@ -51,14 +51,17 @@ def legacy_text(payload: object) -> tuple[str, str | None]:
 
     Reads the adapter's ``{"exception", "message"}``, an MCP result (``content`` text blocks, the SDK's
     ``Error executing tool NAME:`` prefix removed), a string, or an error-shaped value."""
+    if isinstance(payload, list):
+        texts = [str(block.get("text", "")) for block in payload
+                 if isinstance(block, Mapping) and block.get("type") == "text"]
+        if texts:
+            return _without_prefix("\n".join(texts)), None
     if isinstance(payload, Mapping):
         if isinstance(payload.get("exception"), str) and "message" in payload:
             return str(payload.get("message") or ""), str(payload["exception"])
         content = payload.get("content")
-        if isinstance(content, list):
-            texts = [str(block.get("text", "")) for block in content
-                     if isinstance(block, Mapping) and block.get("type") == "text"]
-            return _without_prefix("\n".join(texts)), None
+        if isinstance(content, list | str):  # an MCP result (proxy), or an imported one (``shadow import``)
+            return legacy_text(content)
         found = error_text(payload)
         if found:
             return _without_prefix(found), None

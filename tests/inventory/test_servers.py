@@ -76,6 +76,15 @@ def test_a_hook_passed_as_a_value_is_followed_and_named_in_the_chain(found: Inve
     assert closure.via[1].startswith("_check_redirect passed as a value (")  # a closure inside fetch_page
 
 
+def test_methods_of_an_object_the_factory_creates_are_followed(found: Inventory) -> None:
+    sites = {s.message: s for s in _sites(found, "convert_time")}
+    dst = sites["Invalid time: … does not exist in … (skipped by a clock change)"]
+    assert dst.code == "validation_error"  # "does not exist" about a time that cannot be, not not_found
+    assert dst.via[0].startswith("clock.convert (")
+    assert sites["Invalid timezone: …"].via[:2] == (dst.via[0], sites["Invalid timezone: …"].via[1])
+    assert sites["Invalid timezone: …"].via[1].startswith("self.zone (")
+
+
 def test_a_low_level_dispatcher_serves_one_tool_per_branch(found: Inventory) -> None:
     tools = {t.name: t for t in found.tools}
     assert {"list_tables", "read_query", "explain_query", "describe_table", "write_query",
@@ -111,7 +120,7 @@ def test_the_command_lists_the_server_shaped_tools(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["inventory", str(SERVERS), "--emit-rules", str(tmp_path / "srv_rules.py")])
     assert result.exit_code == ExitCode.OK, result.output
     assert "no tools found" not in result.stdout
-    assert result.stdout.splitlines()[-1].startswith("12 distinct error sites in 10 tools")
+    assert result.stdout.splitlines()[-1].startswith("14 distinct error sites in 11 tools")
     emitted = (tmp_path / "srv_rules.py").read_text()
     compile(emitted, "srv_rules.py", "exec")
     assert "No changes staged" in emitted

@@ -88,6 +88,9 @@ def test_the_text_of_proxy_adapter_and_string_payloads() -> None:
     assert legacy_text(proxied) == ("Ref 'x' did not resolve", None)
     assert legacy_text({"exception": "GitCommandError", "message": "boom"}) == ("boom", "GitCommandError")
     assert legacy_text({"ok": False, "error": {"message": "no such user"}}) == ("no such user", None)
+    imported = {"content": [{"type": "text", "text": "Database error: no such table: t"}], "is_error": False}
+    assert legacy_text(imported) == ("Database error: no such table: t", None)
+    assert legacy_text({"content": "Error: boom", "is_error": True}) == ("Error: boom", None)
 
 
 def _run_traffic(db_url: str, rules: Path | None = None) -> None:
