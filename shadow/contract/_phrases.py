@@ -117,6 +117,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\[rejected\]|updates were rejected|could not find exact match|out of date|stale", Code.CONFLICT,
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
+    # What the tool cannot do at all ("method not found" is not a missing item).
+    _p(r"not implemented|method not found|not supported", Code.NOT_IMPLEMENTED,
+       "the tool does not support this operation", "This operation is not supported. Use a different tool."),
     # What does not exist.
     _p(r"did not resolve to an object|no item found|no such (?:ref|branch|file|table|column|key|"
        r"directory|user|remote|tag|commit|object|path|record|item|resource|tool)|\bENOENT\b|"
@@ -124,9 +127,6 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"malformed object name|not found|no such\b|does not exist|doesn't exist|missing (?:record|item)|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
-    # What the tool cannot do at all.
-    _p(r"not implemented|method not found|not supported", Code.NOT_IMPLEMENTED,
-       "the tool does not support this operation", "This operation is not supported. Use a different tool."),
     _p(r"\bcancel+(?:ed|ing)\b|\baborted\b", Code.CANCELLED, "the call was cancelled",
        "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit) size|entity too large",

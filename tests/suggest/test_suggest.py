@@ -183,3 +183,10 @@ def test_a_missing_log_or_a_bad_file_name_says_what_to_do(tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["rules", "suggest", "--emit-rules", str(tmp_path / "rules.txt")])
     assert result.exit_code == ExitCode.USAGE
     assert "learned_rules.py" in result.output
+
+
+def test_the_proposals_agree_with_a_careful_reviewer_on_the_error_corpus() -> None:
+    corpus = json.loads((ROOT / "tests" / "fixtures" / "error_corpus.json").read_text())["entries"]
+    agree = [e for e in corpus if propose_code(legacy_text(e["text"])[0]).code == e["code"]]
+    print(f"\nrules suggest proposals agree on {len(agree)}/{len(corpus)} corpus texts")
+    assert len(agree) == len(corpus)
