@@ -18,7 +18,10 @@ _REQUIRED_PROPERTY = re.compile(r"'(?P<field>[^']+)' is a required property")
 _ZOD_PATH = re.compile(r'"path":\s*\[\s*"(?P<field>[^"]+)"')
 _ZOD_MESSAGE = re.compile(r'"message":\s*"(?P<problem>[^"]+)"')
 _MISSING_ARGUMENT = re.compile(r"missing required argument:?\s*'?(?P<field>[\w.-]+)", re.IGNORECASE)
-_UNKNOWN_TOOL = re.compile(r"^\s*(?:error:\s*)?Unknown tool:?\s*'?(?P<tool>[^\s']+)", re.IGNORECASE)
+#: "Unknown tool: X" (the Python SDK, also after "Error: "), "Tool X not found" (the TypeScript SDK, also after its
+#: "MCP error -32602: " prefix).
+_UNKNOWN_TOOL = re.compile(r"^\s*(?:MCP error -?\d+:\s*)?(?:error:\s*)?(?:Unknown tool:?\s*'?(?P<tool>[^\s']+)|"
+                           r"Tool '?(?P<named>[^\s']+)'? not found\s*$)", re.IGNORECASE)
 #: The TypeScript SDK's prefix on an error it turns into text: ``MCP error -32602: ...``.
 _TS_PREFIX = re.compile(r"^\s*MCP error (?P<rpc>-?\d+):\s*(?P<rest>.*)$", re.DOTALL)
 
@@ -81,8 +84,13 @@ def _validation_context(value: object) -> dict[str, Any]:
 
 
 def _tool_context(value: object) -> dict[str, Any]:
-    found = _UNKNOWN_TOOL.match(error_text(value) or "")
-    return {"tool": found.group("tool")[:200]} if found is not None else {}
+    return _tool_of(error_text(value) or "")
+
+
+def _tool_of(text: str) -> dict[str, Any]:
+    found = _UNKNOWN_TOOL.match(text)
+    name = (found.group("tool") or found.group("named")) if found is not None else None
+    return {"tool": name[:200]} if name else {}
 
 
 def _text_rule(pattern: re.Pattern[str], code: Code, message: str | None, name: str,
@@ -162,9 +170,7 @@ def _rpc_context(exc: BaseException) -> dict[str, Any]:
 
 
 def _rpc_tool_context(exc: BaseException) -> dict[str, Any]:
-    found = _UNKNOWN_TOOL.match(_rpc_message(exc))
-    tool = {"tool": found.group("tool")[:200]} if found is not None else {}
-    return {"jsonrpc_code": _jsonrpc_code(exc), **tool}
+    return {"jsonrpc_code": _jsonrpc_code(exc), **_tool_of(_rpc_message(exc))}
 
 
 def _mcp_error_class() -> tuple[type[BaseException], ...]:

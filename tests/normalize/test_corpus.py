@@ -100,5 +100,12 @@ def test_unknown_tool_over_json_rpc_is_not_found_and_names_the_tool() -> None:
     assert tr.error.code.value == "not_found" and tr.rule == "jsonrpc:unknown-tool"
     assert tr.error.context == {"jsonrpc_code": -32602, "tool": "git_push"}
     assert "git_push" in tr.error.message
+    typescript = proxy_rules().translate_exception(
+        MCPError(code=-32602, message="MCP error -32602: Tool read_fil not found"))
+    assert typescript.error.code.value == "not_found" and typescript.error.context == {
+        "jsonrpc_code": -32602, "tool": "read_fil"}
+    as_text = proxy_rules().translate_result(tool_text_value("MCP error -32602: Tool read_fil not found",
+                                                             is_error=True))
+    assert as_text is not None and as_text.rule == "mcp:unknown-tool" and as_text.error.context == {"tool": "read_fil"}
     cancelled = proxy_rules().translate_exception(MCPError(code=-32800, message="Request cancelled"))
     assert cancelled.error.code.value == "cancelled"
