@@ -118,6 +118,7 @@ class Walker:
         self.results, self.depth = results, depth
         self.scope, self.dispatch = scope, dispatch
         self.branch: tuple[str, ...] = ()
+        self.locals: set[str] = set()  # parameters and assigned names: a value by that name is not a function
         self.sites: list[Raw] = []
 
     def _keep(self, raw: Raw) -> None:
@@ -151,6 +152,10 @@ class Walker:
 
     def run(self, node: FunctionNode) -> list[Raw]:
         """Walk the function's body."""
+        args = node.args
+        self.locals = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                       if a is not None}
+        self.locals |= {n.id for n in _own_nodes(node.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self._body(node.body, (), None)
         return self.sites
 
@@ -269,6 +274,8 @@ class Walker:
 
     def _passed(self, value: ast.Name | ast.Attribute, tries: tuple[tuple[_Handler, ...], ...]) -> None:
         """A function passed as a value (a hook, a callback): what escapes from it, as if called here."""
+        if isinstance(value, ast.Name) and value.id in self.locals:
+            return
         dotted = self._callee(value)
         found = self.index.function(dotted) if dotted else None
         if found is None or self.depth >= _MAX_DEPTH:

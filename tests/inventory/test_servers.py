@@ -124,3 +124,19 @@ def test_the_command_lists_the_server_shaped_tools(tmp_path: Path) -> None:
     emitted = (tmp_path / "srv_rules.py").read_text()
     compile(emitted, "srv_rules.py", "exec")
     assert "No changes staged" in emitted
+
+
+def test_a_local_variable_named_like_a_sibling_tool_is_not_taken_for_a_hook(tmp_path: Path) -> None:
+    (tmp_path / "srv.py").write_text(
+        "def create_server(server):\n"
+        "    @server.tool()\n"
+        "    def diff_staged(path):\n"
+        "        diff = path.upper()\n"
+        "        return f'Staged: {diff}'\n"
+        "    @server.tool()\n"
+        "    def diff(path):\n"
+        "        raise ValueError('Ref did not resolve to an object')\n"
+        "    return server\n"
+    )
+    found = inventory([tmp_path])
+    assert [(s.tool, s.code) for s in found.sites] == [("diff", "not_found")]
