@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from shadow._config import settings
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._options import (
+    DbAliasOption,
+    DbUrlOption,
+    Format,
+    FormatOption,
+    require_call_log,
+    store_url,
+    time_option,
+)
 from shadow.suggest import LogError, Suggestions, emit_rules, read_unmapped, suggest
 
 rules_app = typer.Typer(name="rules", help="Rules learned from traffic: what the shadow log shows no rule maps.",
@@ -19,25 +25,18 @@ rules_app = typer.Typer(name="rules", help="Rules learned from traffic: what the
 app.add_typer(rules_app)
 
 
-class OutputFormat(StrEnum):
-    """Output formats of ``shadow rules suggest``."""
-
-    table = "table"
-    json = "json"
-
-
 @rules_app.command("suggest")
 def suggest_command(
     tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only this tool's errors.")] = None,
-    since: Annotated[dt.datetime | None, typer.Option(
-        "--since", help="Only calls from this UTC time on, e.g. after the last rules change.")] = None,
-    db_url: Annotated[str | None, typer.Option(
-        "--db-url", help="Database URL (default: SHADOW_DB_URL or sqlite:///shadow.db).")] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Only calls from this UTC date or time on, e.g. after the last rules change.")] = None,
+    db_url: DbUrlOption = None,
     emit: Annotated[Path | None, typer.Option(
         "--emit-rules", help="Write a Python module defining RULES: the built-in rules plus one draft rule per "
                              "message shape with a proposed code.")] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Show at most this many groups.")] = 20,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")] = OutputFormat.table,
+    fmt: FormatOption = Format.table,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Group the errors no rule mapped by message shape and propose a code, a remedy and a rule for each.
 
@@ -50,8 +49,9 @@ def suggest_command(
     """
     if emit is not None and (emit.suffix != ".py" or not emit.stem.isidentifier()):
         fail(f"--emit-rules needs a .py file name that can be imported, for example learned_rules.py (not {emit})")
-    when = since.replace(tzinfo=dt.UTC) if since is not None and since.tzinfo is None else since
-    url = db_url or settings().db_url
+    when = time_option(since, "--since")
+    url = store_url(db_url, db_alias)
+    require_call_log(url)
     try:
         found = suggest(read_unmapped(url, tool=tool, since=when), tool=tool, since=when)
     except LogError as exc:
@@ -64,7 +64,7 @@ def suggest_command(
         drafted = sum(1 for g in found.groups if g.code is not None)
         typer.echo(f"wrote {emit}: {drafted} draft rules, {len(found.groups) - drafted} shapes unplaced; review "
                    f"it, then pass it as your rules (rules={emit.stem}.RULES, or --rules {emit})", err=True)
-    if fmt is OutputFormat.json:
+    if fmt is Format.json:
         typer.echo(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))
     else:
         typer.echo(format_table(found, top))

@@ -179,7 +179,7 @@ def test_the_table_output_names_the_group_the_code_and_the_remedy(db_url: str) -
 def test_a_missing_log_or_a_bad_file_name_says_what_to_do(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["rules", "suggest", "--db-url", f"sqlite:///{tmp_path / 'none.db'}"])
     assert result.exit_code == ExitCode.USAGE
-    assert "run the shadow phase first" in result.output
+    assert "no call log" in result.output
     result = CliRunner().invoke(app, ["rules", "suggest", "--emit-rules", str(tmp_path / "rules.txt")])
     assert result.exit_code == ExitCode.USAGE
     assert "learned_rules.py" in result.output
