@@ -278,8 +278,8 @@ class IdCollision(FormatError):
 
 def check_ids(reads: Sequence[ReadFile], options: ImportOptions) -> None:
     """Refuse an import in which one conversation id names two or more conversations, saying how to fix it."""
-    if options.fmt == "otel":  # one conversation's spans may be split over several export files
-        return
+    if options.fmt == "otel" or not options.id_key:  # spans of one conversation may span export files; without
+        return  # --id-key a reused id with other content is reported per conversation when written
     seen: dict[str, list[str]] = {}
     for read in reads:
         for conversation in read.parsed.conversations:
@@ -289,7 +289,7 @@ def check_ids(reads: Sequence[ReadFile], options: ImportOptions) -> None:
     if not repeated:
         return
     cid, where = next(iter(repeated.items()))
-    key = f"--id-key {options.id_key}" if options.id_key else "the conversation id key found in the records"
+    key = f"--id-key {options.id_key}"
     places = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
     raise IdCollision(
         f"{key} does not tell conversations apart: {len(repeated)} ids name several conversations each, for "
