@@ -8,6 +8,7 @@ from shadow.cli._app import ExitCode, app, main
 # (``shadow --help`` lists them so): try it, inventory, shadow and gate, cut over, watch, operate, integrate.
 from shadow.cli import _demo as _demo  # isort: skip
 from shadow.cli import _migration as _migration  # isort: skip
+from shadow.cli import _rules as _rules  # isort: skip
 from shadow.cli import _flags as _flags  # isort: skip
 from shadow.cli import _contract as _contract  # isort: skip
 from shadow.cli import _report as _report  # isort: skip

@@ -168,7 +168,11 @@ def import_command(
     = None,
     id_key: Annotated[str | None, typer.Option(
         "--id-key", help="Key (dotted for nested) holding each record's conversation id, when not one of "
-                         "conversation_id, session_id, thread_id, custom_id, id.")] = None,
+                         "conversation_id, session_id, thread_id, custom_id, id; several keys combine "
+                         "(--id-key task_id,trial).")] = None,
+    result_key: Annotated[str | None, typer.Option(
+        "--result-key", help="Key of a tool result that names its call, when not tool_call_id or tool_call_ids "
+                             "(OpenAI) or tool_use_id (Anthropic); an id or a list of ids.")] = None,
     rules: RulesOption = None,
     db_url: DbUrlOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
@@ -196,7 +200,7 @@ def import_command(
     if missing:
         fail(f"no such file: {', '.join(missing)}; check the paths")
     options = ImportOptions(source.value, Variant(variant.value), messages_key or None, id_key or None,
-                            _rules_or_fail(rules))
+                            _rules_or_fail(rules), result_key or None)
     try:
         reads = read_files(files, options)
         total = sum(len(read.parsed.conversations) for read in reads)
@@ -220,6 +224,10 @@ def import_command(
         f"{summary.skipped} skipped; {verb} {summary.written} new records"
         + (f" ({summary.already_present} already imported)" if summary.already_present else "")
     )
+    if summary.synthetic_times:
+        typer.echo(f"note: {summary.synthetic_times} of {summary.calls} calls carry no time in the data; their times "
+                   "are synthetic (the file's modification time, in order), so --since, per-day rows and savings "
+                   "do not say when they happened", err=True)
     if summary.unrecorded_arguments:
         typer.echo(f"note: {summary.unrecorded_arguments} calls had no recorded arguments "
                    "(gen_ai.tool.call.arguments is opt-in); they never count as repeats", err=True)

@@ -13,6 +13,7 @@ from shadow._names import check_name, storable_name
 from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
+from shadow.contract._phrases import PHRASES, Phrase, mask_locations
 
 log = get_logger("shadow.rules")
 
@@ -20,7 +21,10 @@ ExcMatch: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Ca
 ValueMatch: TypeAlias = Callable[[Any], bool]
 Extractor: TypeAlias = Callable[[Any], Mapping[str, Any] | None]
 
-ERROR_TEXT_PREFIX = re.compile(r"^\s*(?:error|exception|traceback|failed|failure|fatal)\b", re.IGNORECASE)
+ERROR_TEXT_PREFIX = re.compile(
+    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]+ (?:error|exception)\s*:)", re.IGNORECASE)
+#: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
+STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 _ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
 _TEXT_KEYS: Final = ("error", "message", "detail", "error_message", "errorMessage", "msg", "reason", "title")
 _STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "code")
@@ -96,6 +100,15 @@ class Rules:
         """The built-in rules: stdlib exceptions, and (unless ``results=False``) legacy error values."""
         return cls(_DEFAULT_EXCEPTION_RULES, _DEFAULT_RESULT_RULES if results else ())
 
+    def without_defaults(self) -> Rules:
+        """A copy without the built-in rules, keeping the order of the rest: what a stack that adds its own
+        rules and ``Rules.default()`` after them (the proxy, ``shadow import``) takes from a user's
+        ``Rules.default().on_result(...)``, so the built-in text rules never shadow the MCP ones."""
+        exc_defaults = {id(r) for r in _DEFAULT_EXCEPTION_RULES}
+        res_defaults = {id(r) for r in _DEFAULT_RESULT_RULES}
+        return Rules([r for r in self.exception_rules if id(r) not in exc_defaults],
+                     [r for r in self.result_rules if id(r) not in res_defaults])
+
     @classmethod
     def empty(cls) -> Rules:
         """No rules at all: every exception becomes ``internal_error``."""
@@ -124,8 +137,11 @@ class Rules:
         context: Extractor | None = None,
         name: str | None = None,
     ) -> Rules:
-        """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the error text."""
-        predicate = text_matches(match) if isinstance(match, str) else match
+        """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the result's text.
+
+        A regex decides what *is* an error: it matches a plain text result (``"Database error: no such
+        table"``, with no error flag or prefix) as well as the error text of an error-shaped value."""
+        predicate = text_matches(match, plain=True) if isinstance(match, str) else match
         resolved = spec(code).code if code is not None else None
         rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match))
         return Rules(self.exception_rules, (rule, *self.result_rules))
@@ -246,7 +262,7 @@ def status_of(value: object) -> int | None:
 def looks_like_error(value: object) -> bool:
     """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, 'Error: ...' text."""
     if isinstance(value, str):
-        return bool(ERROR_TEXT_PREFIX.match(value))
+        return bool(ERROR_TEXT_PREFIX.match(value) or STATUS_LINE.match(value))
     if isinstance(value, Mapping):
         if value.get("ok") is False or value.get("success") is False:
             return True
@@ -260,14 +276,18 @@ def looks_like_error(value: object) -> bool:
     return False
 
 
-def text_matches(pattern: str) -> ValueMatch:
-    """A predicate: the value is error-shaped and its error text matches ``pattern`` (case-insensitive)."""
+def text_matches(pattern: str, *, plain: bool = False) -> ValueMatch:
+    """A predicate: the value is error-shaped and its error text matches ``pattern`` (case-insensitive);
+    with ``plain=True`` a plain text result that matches counts too (the pattern says what is an error)."""
     regex = re.compile(pattern, re.IGNORECASE)
 
     def matcher(value: object) -> bool:
-        if not looks_like_error(value):
+        if plain and isinstance(value, str | bytes):
+            text = error_text(value)
+        elif not looks_like_error(value):
             return False
-        text = error_text(value)
+        else:
+            text = error_text(value)
         return text is not None and regex.search(text) is not None
 
     matcher.__name__ = f"text~{pattern}"
@@ -352,26 +372,26 @@ _STATUS_TO_CODE: Final[tuple[tuple[tuple[int, ...], Code], ...]] = (
     ((500,), Code.INTERNAL_ERROR),
 )
 
-_TEXT_TO_CODE: Final[tuple[tuple[str, Code], ...]] = (
-    (r"quota|insufficient[_ ]funds|billing|spend(ing)? limit|credit balance", Code.QUOTA_EXCEEDED),
-    (r"rate[ -_]?limit|too many requests|slow down|throttl", Code.RATE_LIMITED),
-    (r"timed? ?out|timeout|deadline exceeded", Code.UPSTREAM_TIMEOUT),
-    (r"unavailable|connection (refused|reset|error)|could not connect|service down|bad gateway", Code.UPSTREAM_UNAVAILABLE),
-    (r"unauthori[sz]ed|unauthenticated|not authenticated|invalid (api )?key|expired (token|credentials)|log ?in required", Code.UNAUTHENTICATED),
-    (r"forbidden|permission|access denied|not allowed", Code.PERMISSION_DENIED),
-    (r"already exists|duplicate", Code.ALREADY_EXISTS),
-    (r"not found|no such|does not exist|unknown (id|item|user|file)|missing (record|item)", Code.NOT_FOUND),
-    (r"conflict|modified concurrently|version mismatch", Code.CONFLICT),
-    (r"too large|too long|too big|exceeds (the )?(maximum|max|limit) size", Code.PAYLOAD_TOO_LARGE),
-    (r"unsupported (format|type|media)|not supported format", Code.UNSUPPORTED_INPUT),
-    (r"not implemented|not supported", Code.NOT_IMPLEMENTED),
-    (r"cancel+ed|aborted", Code.CANCELLED),
-    (r"invalid|must be|required|missing|malformed|bad request|expected", Code.VALIDATION_ERROR),
-)
+#: The phrase table as (pattern, code) pairs, searched in the error text with URLs and paths masked.
+_TEXT_TO_CODE: Final[tuple[tuple[str, Code], ...]] = tuple((p.pattern.pattern, p.code) for p in PHRASES)
+
+
+def phrase_matches(phrase: Phrase) -> ValueMatch:
+    """A predicate: the value is error-shaped and its error text, URLs and paths masked, reads as ``phrase``."""
+
+    def matcher(value: object) -> bool:
+        if not looks_like_error(value):
+            return False
+        text = error_text(value)
+        return text is not None and phrase.pattern.search(mask_locations(text)) is not None
+
+    matcher.__name__ = f"text:{phrase.code.value}"
+    return matcher
+
 
 _DEFAULT_RESULT_RULES: Final[tuple[ResultRule, ...]] = (
     *(ResultRule(status_in(*statuses), code, context=_status_context, name=f"status:{code.value}")
       for statuses, code in _STATUS_TO_CODE),
-    *(ResultRule(text_matches(pattern), code, name=f"text:{code.value}") for pattern, code in _TEXT_TO_CODE),
+    *(ResultRule(phrase_matches(phrase), phrase.code, name=f"text:{phrase.code.value}") for phrase in PHRASES),
     ResultRule(looks_like_error, None, name="error-shaped"),
 )

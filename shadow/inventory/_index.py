@@ -31,7 +31,8 @@ class Module:
     in_package: bool  # the file sits in a directory with ``__init__.py``, so it can be imported by name
     tree: ast.Module
     imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted target
-    defs: dict[str, ast.AST] = field(default_factory=dict)  # ``f``, ``Class``, ``Class.method``
+    defs: dict[str, ast.AST] = field(default_factory=dict)  # ``f``, ``Class``, ``Class.method``, ``f.inner``
+    nested: set[str] = field(default_factory=set)  # the keys of ``defs`` that are functions inside functions
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +122,33 @@ def _index_statement(module: Module, node: ast.stmt) -> None:
                 module.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
     elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         module.defs[node.name] = node
+        _index_nested(module, node.name, node)
     elif isinstance(node, ast.ClassDef):
         module.defs[node.name] = node
         for item in node.body:
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                 module.defs[f"{node.name}.{item.name}"] = item
+                _index_nested(module, f"{node.name}.{item.name}", item)
     elif isinstance(node, ast.If | ast.Try):  # ``try: import x except ImportError: ...`` and TYPE_CHECKING blocks
         for child in node.body:
             _index_statement(module, child)
+
+
+def _index_nested(module: Module, qualname: str, node: FunctionNode) -> None:
+    """Functions defined inside ``node`` (a factory's ``@server.tool`` functions, closures passed as hooks)."""
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            key = f"{qualname}.{item.name}"
+            if key not in module.defs:
+                module.defs[key] = item
+                module.nested.add(key)
+                _index_nested(module, key, item)
+            continue
+        if isinstance(item, ast.ClassDef | ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(item))
 
 
 class Index:
@@ -239,6 +259,28 @@ def _class_status(node: ast.ClassDef) -> int | None:
             status = status_constant(value)
             if status is not None:
                 return status
+    return None
+
+
+def constant_str(module: Module, expr: ast.expr | None) -> str | None:
+    """A string the source fixes: ``"git_status"``, or an enum member's value (``GitTools.STATUS.value``,
+    ``GitTools.STATUS`` of a ``class GitTools(str, Enum)`` in the same module)."""
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, str) else None
+    if not isinstance(expr, ast.Attribute):
+        return None
+    parts = ast.unparse(expr).split(".")
+    if parts[-1] == "value":
+        parts = parts[:-1]
+    if len(parts) != 2:
+        return None
+    owner = module.defs.get(parts[0])
+    if not isinstance(owner, ast.ClassDef):
+        return None
+    for item in owner.body:
+        if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == parts[1] for t in item.targets):
+            return item.value.value if isinstance(item.value, ast.Constant) and isinstance(
+                item.value.value, str) else None
     return None
 
 

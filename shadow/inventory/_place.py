@@ -7,6 +7,7 @@ from typing import Final
 
 from shadow.contract import _rules
 from shadow.contract._codes import Code
+from shadow.contract._phrases import PHRASES, mask_locations
 from shadow.contract._rules import Rules, error_text, looks_like_error, status_of
 from shadow.inventory._index import ClassInfo
 from shadow.inventory._model import RuleDraft, Site
@@ -33,11 +34,12 @@ def status_code(status: int) -> Code | None:
 
 
 def text_code(text: str) -> tuple[Code, str] | None:
-    """The code an error text reads as, and the pattern that matched, by the built-in text rules' table."""
-    for pattern, code in _rules._TEXT_TO_CODE:
-        found = re.search(pattern, text, re.IGNORECASE)
+    """The code an error text reads as, and the phrase that matched, by the phrase table (URLs, paths masked)."""
+    masked = mask_locations(text)
+    for phrase in PHRASES:
+        found = phrase.pattern.search(masked)
         if found:
-            return code, found.group(0)
+            return phrase.code, found.group(0).strip() or phrase.reason
     return None
 
 

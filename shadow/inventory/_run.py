@@ -8,14 +8,18 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
+from shadow.inventory._branches import branch_names
 from shadow.inventory._emit import emit_rules
-from shadow.inventory._index import FunctionNode, Index, Module, parse, python_files
+from shadow.inventory._index import FunctionNode, Index, Module, constant_str, parse, python_files
 from shadow.inventory._model import KINDS, Inventory, RuleDraft, Site, Skipped, ToolDef
 from shadow.inventory._place import place, status_code, text_code
-from shadow.inventory._scan import Walker
+from shadow.inventory._scan import Raw, Walker
+from shadow.inventory._wrap import rewrap, wrappers
 
 #: Decorators that mark agent tools: ``@tool``, ``@mcp.tool()``, ``@shadow.tool``, ``@function_tool``, ...
-TOOL_DECORATORS: Final = frozenset({"tool", "tool_plain", "function_tool", "guard"})
+TOOL_DECORATORS: Final = frozenset({"tool", "tool_plain", "function_tool", "guard", "call_tool"})
+#: Decorators that mark a low-level dispatcher: one function serving every tool, branching on the name.
+DISPATCHERS: Final = frozenset({"call_tool"})
 
 __all__ = [
     "KINDS", "TOOL_DECORATORS", "Inventory", "RuleDraft", "Site", "Skipped", "ToolDef", "emit_rules",
@@ -30,27 +34,32 @@ def _shown(path: Path) -> str:
         return path.as_posix()
 
 
-def _decorator(expr: ast.expr) -> tuple[str, str | None] | None:
-    """``(decorator as written, tool name it gives)`` when ``expr`` marks a tool."""
+def _terminal(expr: ast.expr) -> str | None:
     target = expr.func if isinstance(expr, ast.Call) else expr
-    terminal = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-    if terminal not in TOOL_DECORATORS:
+    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+
+
+def _decorator(module: Module, expr: ast.expr) -> tuple[str, str | None] | None:
+    """``(decorator as written, tool name it gives)`` when ``expr`` marks a tool (on any instance:
+    ``@server.tool(name=Tools.STATUS.value)``, ``@mcp.tool``, ``@app.call_tool()``)."""
+    if _terminal(expr) not in TOOL_DECORATORS:
         return None
     name: str | None = None
     if isinstance(expr, ast.Call):
         given = {k.arg: k.value for k in expr.keywords}.get("name")
         if given is None and expr.args:
             given = expr.args[0]
-        if isinstance(given, ast.Constant) and isinstance(given.value, str):
-            name = given.value
+        name = constant_str(module, given)
     return "@" + ast.unparse(expr), name
 
 
 def _candidates(module: Module) -> Iterable[tuple[str, FunctionNode, str | None]]:
-    """``(qualname, node, owner class dotted name)`` for top-level functions and methods."""
+    """``(qualname, node, owner class dotted name)`` for functions, methods and functions nested in them."""
     for qualname, node in module.defs.items():
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            owner = f"{module.name}.{qualname.split('.')[0]}" if "." in qualname else None
+            head = qualname.split(".")[0]
+            owner = f"{module.name}.{head}" if "." in qualname and isinstance(module.defs.get(head), ast.ClassDef) \
+                else None
             yield qualname, node, owner
 
 
@@ -58,12 +67,30 @@ def _selected(module: Module, qualname: str, patterns: Sequence[str]) -> str | N
     name = qualname.rsplit(".", 1)[-1]
     full = f"{module.name}.{qualname}"
     public = not any(part.startswith("_") for part in qualname.split("."))
+    nested = qualname in module.nested
     for pattern in patterns:
-        if any(fnmatch.fnmatchcase(text, pattern) for text in (full, qualname, name)):
+        texts = (full, qualname) if nested else (full, qualname, name)  # a nested function by its full path
+        if any(fnmatch.fnmatchcase(text, pattern) for text in texts):
             return pattern
-        if public and fnmatch.fnmatchcase(module.name, pattern):
+        if public and not nested and fnmatch.fnmatchcase(module.name, pattern):
             return pattern
     return None
+
+
+def _dispatch_variable(node: FunctionNode) -> str | None:
+    params = [a.arg for a in (*node.args.posonlyargs, *node.args.args) if a.arg not in ("self", "cls")]
+    return params[0] if params else None
+
+
+def _dispatched_tools(module: Module, node: FunctionNode, variable: str) -> list[str]:
+    """The tool names a dispatcher's branches handle, in source order."""
+    names: dict[str, None] = {}
+    for item in ast.walk(node):
+        if isinstance(item, ast.match_case):
+            names.update(dict.fromkeys(branch_names(module, item.pattern, variable)))
+        elif isinstance(item, ast.If):
+            names.update(dict.fromkeys(branch_names(module, item.test, variable)))
+    return list(names)
 
 
 def find_tools(index: Index, select: Sequence[str] = ()) -> list[tuple[ToolDef, Module, FunctionNode, str | None]]:
@@ -71,7 +98,7 @@ def find_tools(index: Index, select: Sequence[str] = ()) -> list[tuple[ToolDef, 
     found = []
     for module in index.modules.values():
         for qualname, node, owner in _candidates(module):
-            marks = [m for m in (_decorator(d) for d in node.decorator_list) if m is not None]
+            marks = [m for m in (_decorator(module, d) for d in node.decorator_list) if m is not None]
             how: str | None = marks[0][0] if marks else None
             name = next((n for _, n in marks if n), None) or node.name
             if how is None:
@@ -108,11 +135,25 @@ def inventory(
     index = Index(modules)
     tools = find_tools(index, select)
     sites: dict[Site, None] = {}
+    listed: list[ToolDef] = []
     for tool, module, node, owner in tools:
-        for raw in Walker(index, module, owner, results=True).run(node):
-            sites.setdefault(place(raw, tool.name), None)
+        variable = _dispatch_variable(node) if tool.found_by.startswith("@") and any(
+            _terminal(d) in DISPATCHERS for d in node.decorator_list) else None
+        served = _dispatched_tools(module, node, variable) if variable else []
+        listed += [ToolDef(name, tool.qualname, tool.module, tool.file, tool.line, tool.is_async,
+                           f"{tool.found_by}: {variable} == {name!r}") for name in served]
+        listed.append(tool)
+        walker = Walker(index, module, owner, results=True, scope=tool.qualname, dispatch=variable)
+        wrapping = wrappers(index, module, node)
+        for raw in walker.run(node):
+            for target in raw.tools or (tool.name,):
+                sites.setdefault(place(_wrapped(raw, wrapping), target), None)
     ordered = sorted(sites, key=lambda s: (s.file, s.line, s.tool, KINDS.index(s.kind), s.exception or ""))
-    return Inventory(len(files), tuple(t for t, *_ in tools), tuple(ordered), tuple(skipped))
+    return Inventory(len(files), tuple(listed), tuple(ordered), tuple(skipped))
+
+
+def _wrapped(raw: Raw, wrapping: Sequence[object]) -> Raw:
+    return rewrap(raw, wrapping) if wrapping else raw
 
 
 def format_table(found: Inventory) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from shadow.contract._rules import looks_like_error
+from shadow.inventory._branches import branch_names, values
 from shadow.inventory._index import BROAD_EXCEPTION, ClassInfo, FunctionNode, Index, Module, status_constant
 
 #: What stands for a part of a value or text that is only known at run time.
@@ -34,6 +35,7 @@ class Raw:
     value: object = None  # the static value, for result sites
     caught: tuple[ClassInfo, ...] = ()  # for except-return: what the handler catches
     via: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # in a ``call_tool`` dispatcher: the tool names of the branch it is in
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +107,55 @@ def _calls(node: ast.AST) -> Iterator[ast.Call]:
 
 
 class Walker:
-    """Collects the error sites of one function; ``results=False`` for a helper (only what escapes)."""
+    """Collects the error sites of one function; ``results=False`` for a helper (only what escapes).
 
-    def __init__(self, index: Index, module: Module, owner: str | None, *, results: bool, depth: int = 0) -> None:
+    ``scope`` is the function's qualname (so closures and nested helpers resolve); ``dispatch`` names the
+    parameter a ``call_tool`` dispatcher branches on, so each site is tagged with the tools of its branch."""
+
+    def __init__(self, index: Index, module: Module, owner: str | None, *, results: bool, depth: int = 0,
+                 scope: str | None = None, dispatch: str | None = None) -> None:
         self.index, self.module, self.owner = index, module, owner
         self.results, self.depth = results, depth
+        self.scope, self.dispatch = scope, dispatch
+        self.branch: tuple[str, ...] = ()
+        self.locals: set[str] = set()  # parameters and assigned names: a value by that name is not a function
         self.sites: list[Raw] = []
+
+    def _keep(self, raw: Raw) -> None:
+        self.sites.append(replace(raw, tools=self.branch) if self.branch and not raw.tools else raw)
+
+    def _branch(self, names: tuple[str, ...], stmts: list[ast.stmt], tries: tuple[tuple[_Handler, ...], ...],
+                handler: _Handler | None) -> None:
+        outer, self.branch = self.branch, names
+        try:
+            self._body(stmts, tries, handler)
+        finally:
+            self.branch = outer
+
+    def _dispatched(self, stmt: ast.stmt, tries: tuple[tuple[_Handler, ...], ...], handler: _Handler | None) -> bool:
+        variable = self.dispatch
+        if variable is None:
+            return False
+        if isinstance(stmt, ast.Match) and isinstance(stmt.subject, ast.Name) and stmt.subject.id == variable:
+            for case in stmt.cases:
+                names = branch_names(self.module, case.pattern, variable)
+                self._branch(names or self.branch, case.body, tries, handler)
+            return True
+        if isinstance(stmt, ast.If):
+            names = branch_names(self.module, stmt.test, variable)
+            if names:
+                self._expression(stmt.test, tries, handler)
+                self._branch(names, stmt.body, tries, handler)
+                self._body(stmt.orelse, tries, handler)
+                return True
+        return False
 
     def run(self, node: FunctionNode) -> list[Raw]:
         """Walk the function's body."""
+        args = node.args
+        self.locals = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                       if a is not None}
+        self.locals |= {n.id for n in _own_nodes(node.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self._body(node.body, (), None)
         return self.sites
 
@@ -123,6 +165,8 @@ class Walker:
 
     def _statement(self, stmt: ast.stmt, tries: tuple[tuple[_Handler, ...], ...], handler: _Handler | None) -> None:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return
+        if self._dispatched(stmt, tries, handler):
             return
         if isinstance(stmt, ast.Try | ast.TryStar):
             handlers = tuple(self._handler(h) for h in stmt.handlers)
@@ -175,7 +219,7 @@ class Walker:
     def _add(self, raw: Raw, tries: tuple[tuple[_Handler, ...], ...]) -> None:
         if self._caught(raw.cls, tries):
             return
-        self.sites.append(raw)
+        self._keep(raw)
 
     def _raise(self, stmt: ast.Raise, tries: tuple[tuple[_Handler, ...], ...], handler: _Handler | None) -> None:
         exc = stmt.exc
@@ -217,19 +261,46 @@ class Walker:
     def _return(self, stmt: ast.Return, handler: _Handler | None) -> None:
         value = static(stmt.value)
         if handler is not None:
-            self.sites.append(Raw(self.module.file, stmt.lineno, "except-return", value=value,
-                                  caught=handler.classes or (BROAD_EXCEPTION,)))
+            self._keep(Raw(self.module.file, stmt.lineno, "except-return", value=value,
+                           caught=handler.classes or (BROAD_EXCEPTION,)))
         elif looks_like_error(value):
-            self.sites.append(Raw(self.module.file, stmt.lineno, "error-return", value=value))
+            self._keep(Raw(self.module.file, stmt.lineno, "error-return", value=value))
 
     def _expression(self, node: ast.AST, tries: tuple[tuple[_Handler, ...], ...], handler: _Handler | None) -> None:
         for call in _calls(node):
             self._call(call, tries)
+        for value in values(node):
+            self._passed(value, tries)
+
+    def _passed(self, value: ast.Name | ast.Attribute, tries: tuple[tuple[_Handler, ...], ...]) -> None:
+        """A function passed as a value (a hook, a callback): what escapes from it, as if called here."""
+        if isinstance(value, ast.Name) and value.id in self.locals:
+            return
+        dotted = self._callee(value)
+        found = self.index.function(dotted) if dotted else None
+        if found is None or self.depth >= _MAX_DEPTH:
+            return
+        assert dotted is not None
+        where = f"{ast.unparse(value)} passed as a value ({found[0].file}:{found[1].lineno})"
+        for escape in self.index_escapes(dotted, found):
+            if not self._caught(escape.cls, tries):
+                self._keep(replace(escape, file=self.module.file, line=value.lineno, kind="escapes-from-call",
+                                   via=(where, *escape.via)))
 
     def _callee(self, func: ast.expr) -> str | None:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") \
                 and self.owner is not None:
             return f"{self.owner}.{func.attr}"
+        if isinstance(func, ast.Name) and self.scope:
+            parts = self.scope.split(".")
+            for cut in range(len(parts), 0, -1):  # a closure or nested helper, innermost scope first
+                key = ".".join([*parts[:cut], func.id])
+                if key in self.module.nested:
+                    return f"{self.module.name}.{key}"
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            cls = instance_class(self.index, self.module, self.scope, func.value.id)
+            if cls is not None:  # ``server = TimeServer()`` in an enclosing scope, then ``server.convert(...)``
+                return f"{cls}.{func.attr}"
         return self.index.dotted(self.module, func)
 
     def _call(self, call: ast.Call, tries: tuple[tuple[_Handler, ...], ...]) -> None:
@@ -249,8 +320,8 @@ class Walker:
         where = f"{ast.unparse(call.func)} ({found[0].file}:{found[1].lineno})"
         for escape in self.index_escapes(dotted, found):
             if not self._caught(escape.cls, tries):
-                self.sites.append(replace(escape, file=self.module.file, line=call.lineno, kind="escapes-from-call",
-                                          via=(where, *escape.via)))
+                self._keep(replace(escape, file=self.module.file, line=call.lineno, kind="escapes-from-call",
+                                   via=(where, *escape.via)))
 
     def index_escapes(self, dotted: str, found: tuple[Module, FunctionNode]) -> list[Raw]:
         """What escapes from a helper function, memoised per index (cycles end the recursion)."""
@@ -258,10 +329,29 @@ class Walker:
         if dotted not in cache:
             cache[dotted] = []  # in progress: a recursive call adds nothing
             module, node = found
-            owner = dotted.rpartition(".")[0] if "." in _relative(dotted, module) else None
-            walker = Walker(self.index, module, owner, results=False, depth=self.depth + 1)
+            relative = _relative(dotted, module)
+            owner = dotted.rpartition(".")[0] if "." in relative and relative not in module.nested else None
+            walker = Walker(self.index, module, owner, results=False, depth=self.depth + 1, scope=relative)
             cache[dotted] = [_located(s, module.file) for s in walker.run(node)]
         return cache[dotted]
+
+
+def instance_class(index: Index, module: Module, scope: str | None, variable: str) -> str | None:
+    """The scanned class a variable holds when the function, an enclosing one or the module assigns it
+    ``variable = SomeClass(...)``."""
+    parts = scope.split(".") if scope else []
+    bodies = [module.defs.get(".".join(parts[:cut])) for cut in range(len(parts), 0, -1)]
+    for owner in [*bodies, module.tree]:
+        if not isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+            continue
+        for stmt in owner.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id == variable for t in stmt.targets):
+                dotted = index.dotted(module, stmt.value.func)
+                found = index.lookup(dotted) if dotted else None
+                if found is not None and isinstance(found[1], ast.ClassDef):
+                    return dotted
+    return None
 
 
 def _relative(dotted: str, module: Module) -> str:

@@ -15,13 +15,22 @@ MCP_PREFIX: Final = re.compile(r"^\s*Error executing tool (?P<tool>[^\s:]+)(?::\
 _VALIDATION = re.compile(r"^\s*\d+ validation errors? for \S+\s*\n(?P<field>[^\n]+)\n\s*(?P<problem>[^\[\n]+)")
 _INPUT_VALIDATION = re.compile(r"^\s*Input validation error:\s*(?P<problem>.+)", re.DOTALL)
 _REQUIRED_PROPERTY = re.compile(r"'(?P<field>[^']+)' is a required property")
-_UNKNOWN_TOOL = re.compile(r"^\s*Unknown tool:?\s*(?P<tool>\S+)")
+_ZOD_PATH = re.compile(r'"path":\s*\[\s*"(?P<field>[^"]+)"')
+_ZOD_MESSAGE = re.compile(r'"message":\s*"(?P<problem>[^"]+)"')
+_MISSING_ARGUMENT = re.compile(r"missing required argument:?\s*'?(?P<field>[\w.-]+)", re.IGNORECASE)
+#: "Unknown tool: X" (the Python SDK, also after "Error: "), "Tool X not found" (the TypeScript SDK, also after its
+#: "MCP error -32602: " prefix).
+_UNKNOWN_TOOL = re.compile(r"^\s*(?:MCP error -?\d+:\s*)?(?:error:\s*)?(?:Unknown tool:?\s*'?(?P<tool>[^\s']+)|"
+                           r"Tool '?(?P<named>[^\s']+)'? not found\s*$)", re.IGNORECASE)
+#: The TypeScript SDK's prefix on an error it turns into text: ``MCP error -32602: ...``.
+_TS_PREFIX = re.compile(r"^\s*MCP error (?P<rpc>-?\d+):\s*(?P<rest>.*)$", re.DOTALL)
 
 JSONRPC_CODES: Final[dict[int, Code]] = {
     -32001: Code.UPSTREAM_TIMEOUT,  # REQUEST_TIMEOUT (the SDK's own request timeout)
     -32000: Code.UPSTREAM_UNAVAILABLE,  # CONNECTION_CLOSED
-    -32602: Code.VALIDATION_ERROR,  # INVALID_PARAMS
+    -32602: Code.VALIDATION_ERROR,  # INVALID_PARAMS (an unknown tool name is not_found, by its text)
     -32601: Code.NOT_IMPLEMENTED,  # METHOD_NOT_FOUND
+    -32800: Code.CANCELLED,  # REQUEST_CANCELLED
 }
 
 
@@ -31,6 +40,9 @@ def mcp_error_value(text: str) -> dict[str, Any]:
     found = MCP_PREFIX.match(text)
     if found is not None and found.group("rest"):
         return {"ok": False, "error": found.group("rest").strip(), "tool": found.group("tool")}
+    typescript = _TS_PREFIX.match(text)
+    if typescript is not None and typescript.group("rest"):
+        return {"ok": False, "error": typescript.group("rest").strip(), "jsonrpc_code": int(typescript.group("rpc"))}
     return {"ok": False, "error": text}
 
 
@@ -61,7 +73,24 @@ def _validation_context(value: object) -> dict[str, Any]:
     required = _REQUIRED_PROPERTY.search(text)
     if required is not None:
         return {"field": required.group("field")[:200], "problem": "required"}
+    zod = _ZOD_PATH.search(text)
+    if zod is not None:
+        problem = _ZOD_MESSAGE.search(text)
+        return {"field": zod.group("field")[:200], "problem": problem.group("problem")[:200] if problem else "invalid"}
+    missing = _MISSING_ARGUMENT.search(text)
+    if missing is not None:
+        return {"field": missing.group("field")[:200], "problem": "required"}
     return {}
+
+
+def _tool_context(value: object) -> dict[str, Any]:
+    return _tool_of(error_text(value) or "")
+
+
+def _tool_of(text: str) -> dict[str, Any]:
+    found = _UNKNOWN_TOOL.match(text)
+    name = (found.group("tool") or found.group("named")) if found is not None else None
+    return {"tool": name[:200]} if name else {}
 
 
 def _text_rule(pattern: re.Pattern[str], code: Code, message: str | None, name: str,
@@ -82,6 +111,10 @@ def _jsonrpc_code(exc: BaseException) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+_UNKNOWN_TOOL_MESSAGE: Final = ("There is no tool named {tool} on this server. Call one of the listed tools "
+                                 "instead, for example after listing the tools again.")
+
+
 def mcp() -> Rules:
     """Rules for what MCP servers return: the SDK's error texts (argument validation, unknown tool, a crash
     reported as a bare ``Error executing tool NAME``) and JSON-RPC errors (``mcp.MCPError``) by code."""
@@ -89,6 +122,9 @@ def mcp() -> Rules:
     exception_rules: list[ExceptionRule] = []
     if mcp_error:
         classes = mcp_error
+        exception_rules.append(ExceptionRule(
+            _rpc_matcher(classes, -32602, _UNKNOWN_TOOL), Code.NOT_FOUND, _UNKNOWN_TOOL_MESSAGE,
+            context=_rpc_tool_context, name="jsonrpc:unknown-tool"))
         for rpc_code, code in JSONRPC_CODES.items():
             exception_rules.append(ExceptionRule(
                 _rpc_matcher(classes, rpc_code), code, context=_rpc_context, name=f"jsonrpc:{rpc_code}"))
@@ -104,24 +140,37 @@ def mcp() -> Rules:
         _text_rule(_INPUT_VALIDATION, Code.VALIDATION_ERROR,
                    "The arguments do not match the tool's input schema. Correct them, for example supply the "
                    "missing or mistyped field named in context.", "mcp:input-validation", _validation_context),
-        _text_rule(_UNKNOWN_TOOL, Code.NOT_FOUND,
-                   "There is no tool by that name on this server. Call one of the listed tools instead, for "
-                   "example after listing the tools again.", "mcp:unknown-tool"),
+        _text_rule(_MISSING_ARGUMENT, Code.VALIDATION_ERROR,
+                   "The argument {field} is required. Call again with it, for example as the tool's input schema "
+                   "describes it.", "mcp:missing-argument", _validation_context),
+        _text_rule(_UNKNOWN_TOOL, Code.NOT_FOUND, _UNKNOWN_TOOL_MESSAGE, "mcp:unknown-tool", _tool_context),
         _text_rule(re.compile(r"^\s*Error executing tool [^\s:]+\s*$"), Code.INTERNAL_ERROR, None, "mcp:crash"),
     ]
     return Rules(exception_rules, result_rules)
 
 
-def _rpc_matcher(classes: tuple[type[BaseException], ...], rpc_code: int) -> Callable[[BaseException], bool]:
+def _rpc_matcher(classes: tuple[type[BaseException], ...], rpc_code: int,
+                 text: re.Pattern[str] | None = None) -> Callable[[BaseException], bool]:
     def matches(exc: BaseException) -> bool:
-        return isinstance(exc, classes) and _jsonrpc_code(exc) == rpc_code
+        if not isinstance(exc, classes) or _jsonrpc_code(exc) != rpc_code:
+            return False
+        return text is None or text.search(_rpc_message(exc)) is not None
 
     matches.__name__ = f"jsonrpc:{rpc_code}"
     return matches
 
 
+def _rpc_message(exc: BaseException) -> str:
+    message = getattr(getattr(exc, "error", None), "message", None)
+    return message if isinstance(message, str) else str(exc)
+
+
 def _rpc_context(exc: BaseException) -> dict[str, Any]:
     return {"jsonrpc_code": _jsonrpc_code(exc)}
+
+
+def _rpc_tool_context(exc: BaseException) -> dict[str, Any]:
+    return {"jsonrpc_code": _jsonrpc_code(exc), **_tool_of(_rpc_message(exc))}
 
 
 def _mcp_error_class() -> tuple[type[BaseException], ...]:

@@ -68,8 +68,10 @@ PROXY_RULES: Final = Rules((
 
 
 def proxy_rules(rules: Rules | None = None) -> Rules:
-    """The proxy's rules: yours first, then the proxy's own, ``normalize.mcp()`` and ``Rules.default()``."""
-    return (rules or Rules.empty()) + PROXY_RULES + normalize.mcp() + Rules.default()
+    """The proxy's rules: yours first (without the built-in ones a ``Rules.default().on_result(...)`` module
+    carries, which come last anyway), then the proxy's own, ``normalize.mcp()`` and ``Rules.default()``."""
+    own = rules.without_defaults() if rules is not None else Rules.empty()
+    return own + PROXY_RULES + normalize.mcp() + Rules.default()
 
 
 # ---------------------------------------------------------------- reading and writing tool results

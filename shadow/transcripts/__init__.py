@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from shadow.transcripts._formats import FormatError, parse_chat
+from shadow.transcripts._chat import parse_chat
+from shadow.transcripts._formats import FormatError
 from shadow.transcripts._importer import ImportOptions, Summary, import_files
 from shadow.transcripts._otel import parse_otel
 

@@ -28,6 +28,7 @@ from shadow.contract._rules import Rules, looks_like_error
 from shadow.contract._schema import is_valid
 from shadow.flags._db import Mode, Variant
 from shadow.normalize import _http as normalize
+from shadow.transcripts._chat import parse_chat
 from shadow.transcripts._formats import (
     Call,
     Conversation,
@@ -36,7 +37,6 @@ from shadow.transcripts._formats import (
     Mark,
     Parsed,
     Problem,
-    parse_chat,
     text_of,
     unreadable,
 )
@@ -57,10 +57,12 @@ class ImportOptions:
     messages_key: str | None = None
     id_key: str | None = None
     rules: Rules | None = None
+    result_key: str | None = None
 
     def effective_rules(self) -> Rules:
         """Your rules first, then the MCP error texts, then the built-in rules (the adapter's)."""
-        return (self.rules or Rules.empty()) + normalize.mcp() + Rules.default()
+        own = self.rules.without_defaults() if self.rules is not None else Rules.empty()
+        return own + normalize.mcp() + Rules.default()
 
 
 @dataclass(slots=True)
@@ -74,6 +76,7 @@ class Summary:
     user_turns: int = 0
     ends: int = 0
     unrecorded_arguments: int = 0
+    synthetic_times: int = 0  # calls whose time is not in the data (the file's time, in order, stands in)
     written: int = 0
     already_present: int = 0
     problems: list[Problem] = field(default_factory=list)
@@ -88,7 +91,8 @@ class Summary:
         return {
             "files": self.files, "conversations": self.conversations, "calls": self.calls, "errors": self.errors,
             "user_turns": self.user_turns, "ends": self.ends, "skipped": self.skipped,
-            "unrecorded_arguments": self.unrecorded_arguments, "written": self.written,
+            "unrecorded_arguments": self.unrecorded_arguments, "synthetic_times": self.synthetic_times,
+            "written": self.written,
             "already_present": self.already_present,
             "problems": [{"where": p.where, "message": p.message} for p in self.problems],
         }
@@ -123,7 +127,8 @@ def read_file(path: str | Path, options: ImportOptions) -> ReadFile:
     if options.fmt == "otel":
         parsed = parse_otel(text, name)
     else:
-        parsed = parse_chat(options.fmt, text, name, messages_key=options.messages_key, id_key=options.id_key)
+        parsed = parse_chat(options.fmt, text, name, messages_key=options.messages_key, id_key=options.id_key,
+                            result_key=options.result_key)
     mtime = dt.datetime.fromtimestamp(where.stat().st_mtime, dt.UTC)
     return ReadFile(where, hashlib.sha256(raw).hexdigest(), mtime, parsed)
 
@@ -206,7 +211,7 @@ def records(read: ReadFile, options: ImportOptions, summary: Summary, rules: Rul
         except (ValueError, RecursionError) as exc:  # one bad record: skipped with its place and reason
             summary.problems.append(Problem(conversation.where, f"{unreadable(exc)}; the conversation is skipped"))
             continue
-        for name in ("calls", "errors", "user_turns", "ends", "unrecorded_arguments"):
+        for name in ("calls", "errors", "user_turns", "ends", "unrecorded_arguments", "synthetic_times"):
             setattr(summary, name, getattr(summary, name) + getattr(counts, name))
         yield from found
 
@@ -237,6 +242,7 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
         summary.calls += 1
         summary.errors += record.outcome == "error"
         summary.unrecorded_arguments += not event.arguments_recorded
+        summary.synthetic_times += event.ts is None and conversation.ts is None
         yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE)
 
 
@@ -262,8 +268,37 @@ def _present(url: str, batch: Sequence[Record], problems: list[Problem] | None =
 
 
 def read_files(paths: Iterable[str | Path], options: ImportOptions) -> list[ReadFile]:
-    """Parse every file; a whole file that cannot be read raises ``FormatError`` (nothing is written then)."""
-    return [read_file(path, options) for path in paths]
+    """Parse every file; a whole file that cannot be read raises ``FormatError``, and ids that name several
+    conversations of this import raise ``IdCollision`` (nothing is written then)."""
+    reads = [read_file(path, options) for path in paths]
+    check_ids(reads, options)
+    return reads
+
+
+class IdCollision(FormatError):
+    """One conversation id names several conversations of one import: they would merge into one session."""
+
+
+def check_ids(reads: Sequence[ReadFile], options: ImportOptions) -> None:
+    """Refuse an import in which one conversation id names two or more conversations, saying how to fix it."""
+    if options.fmt == "otel" or not options.id_key:  # spans of one conversation may span export files; without
+        return  # --id-key a reused id with other content is reported per conversation when written
+    seen: dict[str, list[str]] = {}
+    for read in reads:
+        for conversation in read.parsed.conversations:
+            if conversation.conversation_id is not None:
+                seen.setdefault(conversation.conversation_id, []).append(conversation.where)
+    repeated = {cid: where for cid, where in seen.items() if len(where) > 1}
+    if not repeated:
+        return
+    cid, where = next(iter(repeated.items()))
+    key = f"--id-key {options.id_key}"
+    places = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+    raise IdCollision(
+        f"{key} does not tell conversations apart: {len(repeated)} ids name several conversations each, for "
+        f"example {cid!r} names {len(where)} ({places}); they would merge into one session. Pass a key that is "
+        "unique per conversation, or a combined key such as --id-key task_id,trial"
+    )
 
 
 def write(

@@ -32,7 +32,7 @@ COMMANDS = _commands()
 #: Commands that read or write the call log, so name it with --db-url.
 STORE_COMMANDS = {
     "db upgrade", "db current", "sync", "export parquet", "report loop-rate", "dashboard", "flags set", "flags show",
-    "flags history", "flags kill", "flags unkill", "describe", "ready", "eval", "import", "proxy",
+    "flags history", "flags kill", "flags unkill", "describe", "ready", "eval", "import", "proxy", "rules suggest",
 }
 
 

@@ -22,6 +22,8 @@ from shadow.contract._rules import Rules
 from shadow.inventory._run import Inventory, Site, emit_rules, format_table, inventory
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "inventory"
+#: The layers this module reads; ``servers/`` (shaped like real MCP servers) has its own tests.
+LAYERS = [FIXTURES / name for name in ("classtools", "mcpserver", "plainpkg", "webtools")]
 _MARK = re.compile(r"#\s*(expect|select):\s*(.+)$")
 runner = CliRunner()
 
@@ -29,7 +31,7 @@ runner = CliRunner()
 def _marked(tag: str = "expect") -> set[tuple[str, int, str, str | None]]:
     """``(file, line, kind, code)`` from the ``# expect: KIND CODE`` comments in the fixture sources."""
     found = set()
-    for path in sorted(FIXTURES.rglob("*.py")):
+    for path in sorted(p for layer in LAYERS for p in layer.rglob("*.py")):
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             match = _MARK.search(line)
             if match is None or match.group(1) != tag:
@@ -46,7 +48,7 @@ def _key(site: Site) -> tuple[str, int, str, str | None]:
 
 @pytest.fixture(scope="module")
 def found() -> Inventory:
-    return inventory([FIXTURES])
+    return inventory(LAYERS)
 
 
 def _site(found: Inventory, tool: str, kind: str, what: str | None = None) -> Site:
@@ -125,7 +127,8 @@ def test_the_summary_counts_sites_codes_and_unplaced_sites(found: Inventory) -> 
 
 def test_a_file_that_does_not_parse_is_reported_and_skipped(tmp_path: Path, found: Inventory) -> None:
     copy = tmp_path / "layer"
-    shutil.copytree(FIXTURES, copy)
+    for layer in LAYERS:
+        shutil.copytree(layer, copy / layer.name)
     (copy / "plainpkg" / "broken.py").write_text("def half(:\n    pass\n")
     result = inventory([copy])
     assert [(Path(s.file).name, s.line) for s in result.skipped] == [("broken.py", 1)]
@@ -136,16 +139,16 @@ def test_a_file_that_does_not_parse_is_reported_and_skipped(tmp_path: Path, foun
 
 
 def test_select_adds_undecorated_functions_by_name_glob_or_module(found: Inventory) -> None:
-    by_name = inventory([FIXTURES], select=["plain_*"])
+    by_name = inventory(LAYERS, select=["plain_*"])
     extra = {_key(s) for s in by_name.sites} - {_key(s) for s in found.sites}
     assert extra == _marked("select")
     tool = next(t for t in by_name.tools if t.name == "plain_function")
     assert tool.found_by == "select:plain_*"
-    by_module = inventory([FIXTURES], select=["plainpkg.tools"])
+    by_module = inventory(LAYERS, select=["plainpkg.tools"])
     names = {t.name for t in by_module.tools}
     assert "plain_function" in names
     assert "_private" not in names
-    named = inventory([FIXTURES], select=["plainpkg.tools._private"])
+    named = inventory(LAYERS, select=["plainpkg.tools._private"])
     assert [t.found_by for t in named.tools if t.name == "_private"] == ["select:plainpkg.tools._private"]
 
 
@@ -187,7 +190,7 @@ def test_nested_handlers_broad_reraises_and_raise_from(tmp_path: Path) -> None:
 
 
 def test_json_output_has_sites_tools_and_summary(found: Inventory) -> None:
-    result = runner.invoke(app, ["inventory", str(FIXTURES), "--format", "json"])
+    result = runner.invoke(app, ["inventory", *map(str, LAYERS), "--format", "json"])
     assert result.exit_code == ExitCode.OK, result.output
     data = json.loads(result.stdout)
     assert data["version"] == 1
@@ -208,7 +211,7 @@ def test_the_inventory_command_rejects_bad_input(tmp_path: Path) -> None:
     empty = runner.invoke(app, ["inventory", str(tmp_path)])
     assert empty.exit_code == ExitCode.USAGE
     assert "no .py files" in empty.stderr
-    bad_target = runner.invoke(app, ["inventory", str(FIXTURES), "--emit-rules", str(tmp_path / "rules.txt")])
+    bad_target = runner.invoke(app, ["inventory", *map(str, LAYERS), "--emit-rules", str(tmp_path / "rules.txt")])
     assert bad_target.exit_code == ExitCode.USAGE
     assert "tool_rules.py" in bad_target.stderr
 
@@ -219,7 +222,7 @@ def test_the_inventory_command_rejects_bad_input(tmp_path: Path) -> None:
 @pytest.fixture
 def emitted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     target = tmp_path / "tool_rules.py"
-    result = runner.invoke(app, ["inventory", str(FIXTURES), "--emit-rules", str(target)])
+    result = runner.invoke(app, ["inventory", *map(str, LAYERS), "--emit-rules", str(target)])
     assert result.exit_code == ExitCode.OK, result.output
     assert "wrote" in result.stderr
     monkeypatch.syspath_prepend(str(FIXTURES))

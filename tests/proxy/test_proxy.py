@@ -269,3 +269,20 @@ def test_without_the_mcp_sdk_the_command_says_what_to_install(monkeypatch: pytes
     result = runner.invoke(app, ["proxy", "--name", "fx", "--", *FIXTURE])
     assert result.exit_code == 2, result.output
     assert "the 'mcp' extra" in result.output and "[mcp]'" in result.output
+
+
+@pytest.mark.parametrize("mode", ["shadow", "cutover"])
+def test_an_unknown_tool_answered_as_a_json_rpc_error_is_not_found(mode: str, tmp_path: Path) -> None:
+    env = {**environment(tmp_path, f"*={mode}"), "FIXTURE_REJECT_UNKNOWN": "1"}
+    seen = drive(proxy_command(), env, [("nope", {}), ("add", {"a": 1, "b": 1})], tmp_path / "err.log")
+    unknown = seen.results[0]
+    if mode == "shadow":
+        assert dump(unknown) == ("jsonrpc-error", -32602, "Unknown tool: nope")  # as the server answered it
+    else:
+        assert isinstance(unknown, mcp_types.CallToolResult) and unknown.is_error
+        assert unknown.structured_content is not None
+        error = unknown.structured_content["error"]
+        assert error["code"] == "not_found" and error["context"] == {"jsonrpc_code": -32602, "tool": "nope"}
+    calls = logged(tmp_path)
+    assert [(c["tool"], c["code"], c["rule"]) for c in calls] == [
+        ("nope", "not_found", "jsonrpc:unknown-tool"), ("add", None, None)]

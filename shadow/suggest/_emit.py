@@ -1,0 +1,100 @@
+"""Writing suggestions as an importable Python module that defines ``RULES``, one commented rule per group."""
+
+from __future__ import annotations
+
+from shadow.suggest._groups import Group, Suggestions
+
+_HELPERS = '''
+
+def _named(exc: BaseException, *names: str) -> bool:
+    """Whether the exception's class, or one of its base classes, has one of these names."""
+    return any(cls.__name__ in names for cls in type(exc).__mro__)
+
+
+def _fields(pattern: str) -> Callable[[Any], dict[str, str]]:
+    """Context read from the message: each named group of ``pattern`` that matched."""
+    regex = re.compile(pattern, re.IGNORECASE)
+
+    def read(source: Any) -> dict[str, str]:
+        text = str(source) if isinstance(source, BaseException) else error_text(source) or ""
+        found = regex.search(text)
+        return {k: v[:200] for k, v in found.groupdict().items() if v is not None} if found else {}
+
+    return read
+'''
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _literal(value: str) -> str:
+    """A readable Python literal: a raw string for a regex with backslashes, else a plain one."""
+    if '"' in value or "\n" in value or value.endswith("\\") or not value.isprintable():
+        return repr(value)
+    return f'r"{value}"' if "\\" in value else f'"{value}"'
+
+
+def _comment(group: Group) -> list[str]:
+    raised = f", raised as {group.exception}" if group.exception else ""
+    example = _one_line(group.example)[:160]
+    return [
+        f"# {group.tool}: {group.count} unmapped ({group.share:.1%}){raised}; e.g. {example}",
+        f"#   shape: {_one_line(group.shape.text)[:160]}",
+        f"#   {group.code.value if group.code else 'UNPLACED'}: {_one_line(group.reason)[:160]}",
+    ]
+
+
+def _call(group: Group, index: int) -> list[str]:
+    assert group.code is not None
+    assert group.message is not None
+    variable = f"_SHAPE_{index}"
+    name = _literal(f"suggest:{group.tool}:{index}")
+    context = f"context=_fields({variable}), " if group.shape.fields else ""
+    if group.exception is None:
+        head, tail = f"    {variable}, ", ""
+        call = "RULES = RULES.on_result("
+    else:
+        head = f"    lambda e: _named(e, {_literal(group.exception.rsplit('.', 1)[-1])}), "
+        tail = f"pattern={variable}, "
+        call = "RULES = RULES.on("
+    return [f"{variable} = {_literal(group.shape.pattern)}", call,
+            f"{head}{_literal(group.code.value)},",
+            f"    {_literal(group.message)},",
+            f"    {tail}{context}name={name})"]
+
+
+def emit_rules(found: Suggestions, source: str) -> str:
+    """The text of a module defining ``RULES``: the built-in rules plus one draft rule per group with a code."""
+    body: list[str] = []
+    unplaced: list[str] = []
+    # Rules.on()/on_result() put a rule first: write the smallest groups first, so the largest win on overlap.
+    for index, group in enumerate(reversed(found.groups), 1):
+        if group.code is None:
+            unplaced += _comment(group)
+            continue
+        body += [*_comment(group), *_call(group, len(found.groups) - index + 1), ""]
+    if unplaced:
+        body += ["# UNPLACED: no code could be proposed; map these by hand:", *unplaced, ""]
+    where = _one_line(source).replace("\\", "/").replace('"', "'")
+    head = [
+        f'"""Draft shadow rules learned from the unmapped errors in {where}, written by `shadow rules suggest` '
+        '(review each rule)."""',
+        "",
+        f"# {_one_line(found.summary())}.",
+        "# Use: @shadow.tool(rules=RULES), or shadow proxy --rules THIS_MODULE, or shadow import --rules.",
+        "# Rules.on() and Rules.on_result() put a rule first: a later line wins over an earlier one.",
+        "# Each message is a draft: make it name the remedy for your tool; {field} comes from context.",
+        "",
+        "from __future__ import annotations",
+        "",
+        "import re",
+        "from collections.abc import Callable",
+        "from typing import Any",
+        "",
+        "import shadow",
+        "from shadow.contract import error_text",
+    ]
+    text = "\n".join(head) + "\n" + _HELPERS
+    text += "\n\nRULES = shadow.Rules.default()\n\n" + "\n".join(body)
+    return text.rstrip("\n") + "\n"

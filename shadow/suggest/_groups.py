@@ -1,0 +1,150 @@
+"""Grouping unmapped errors by message shape, and proposing a code, a reason and a remedy draft for each group."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from shadow.contract._codes import Code, spec
+from shadow.contract._phrases import mask_locations, propose
+from shadow.suggest._read import LogSlice, Unmapped
+from shadow.suggest._shape import Shape, shape_of
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
+#: What a builtin exception raised on purpose usually means, when neither its text nor its name says more.
+_BUILTIN_MEANING: Final = {
+    "KeyError": (Code.NOT_FOUND, "a KeyError usually means the named item does not exist"),
+    "IndexError": (Code.NOT_FOUND, "an IndexError usually means the named item does not exist"),
+    "LookupError": (Code.NOT_FOUND, "a LookupError usually means the named item does not exist"),
+    "ValueError": (Code.VALIDATION_ERROR, "a ValueError usually rejects an argument"),
+    "TypeError": (Code.VALIDATION_ERROR, "a TypeError usually rejects an argument's type"),
+}
+_MINOR_FIELDS: Final = ("number", "status", "address", "date", "url", "host", "path", "errno")
+_MAX_EXAMPLE: Final = 300
+_GIVES_REMEDY: Final = re.compile(r"\b(?:use|pass|try|run|call|check|first|instead|before)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """The code proposed for a message, and why (``code`` is ``None`` when nothing in the table fits)."""
+
+    code: Code | None
+    reason: str
+
+
+def propose_code(text: str, exception: str | None = None) -> Proposal:
+    """The code the phrase table gives ``text``; else what the exception class's name or kind says."""
+    phrase = propose(text)
+    if phrase is not None:
+        matched = phrase.pattern.search(mask_locations(text))
+        said = matched.group(0).strip() if matched is not None else ""
+        return Proposal(phrase.code, f'reads as "{said}": {phrase.reason}' if said else phrase.reason)
+    if exception is not None:
+        name = exception.rsplit(".", 1)[-1]
+        by_name = propose(_CAMEL.sub(" ", name))
+        if by_name is not None:
+            return Proposal(by_name.code, f'the exception class "{name}": {by_name.reason}')
+        if name in _BUILTIN_MEANING:
+            code, why = _BUILTIN_MEANING[name]
+            return Proposal(code, why)
+    return Proposal(None, "no phrase in the table fits; choose the code by hand")
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Unmapped errors of one tool with one message shape, and what `shadow rules suggest` proposes for them."""
+
+    tool: str
+    exception: str | None
+    shape: Shape
+    count: int
+    share: float
+    example: str
+    code: Code | None
+    reason: str
+    message: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The group as JSON data."""
+        return {"tool": self.tool, "exception": self.exception, "shape": self.shape.text, "count": self.count,
+                "share": round(self.share, 4), "example": self.example,
+                "code": self.code.value if self.code is not None else None, "reason": self.reason,
+                "message": self.message, "context_fields": list(self.shape.fields),
+                "pattern": self.shape.pattern}
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestions:
+    """The groups, largest first, and the slice of the log they come from."""
+
+    groups: tuple[Group, ...]
+    calls: int
+    errors: int
+    unmapped: int
+    tool: str | None = None
+    since: dt.datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The suggestions as JSON data."""
+        return {"tool": self.tool, "since": self.since.isoformat() if self.since else None, "calls": self.calls,
+                "errors": self.errors, "unmapped": self.unmapped,
+                "unmapped_share": round(self.unmapped / self.errors, 4) if self.errors else 0.0,
+                "proposed": sum(g.count for g in self.groups if g.code is not None),
+                "groups": [g.to_dict() for g in self.groups]}
+
+    def summary(self) -> str:
+        """One line: how many errors were unmapped, and how many of them a proposal covers."""
+        share = f"{self.unmapped / self.errors:.1%}" if self.errors else "0%"
+        covered = sum(g.count for g in self.groups if g.code is not None)
+        return (f"{self.unmapped} of {self.errors} errors unmapped ({share}) in {self.calls} calls; "
+                f"{len(self.groups)} message shapes, a code proposed for {covered} of them")
+
+
+def remedy(code: Code, fields: tuple[str, ...], text: str) -> str:
+    """A draft remedy message for ``code`` with placeholders for the context fields (``{ref}``)."""
+    phrase = propose(text)
+    template = phrase.remedy if phrase is not None and phrase.code is code else spec(code).default_message
+    if "{value}" not in template:
+        return template
+    named = [f for f in fields if not f.startswith(_MINOR_FIELDS)] or list(fields)
+    if named:
+        return template.replace("{value}", "{" + named[0] + "}")
+    own = " ".join(text.split())
+    if fields or len(own) > 240:
+        return spec(code).default_message
+    # A message with no varying part: the tool's own words, and the remedy unless they give one.
+    own = own.replace("{", "{{").replace("}", "}}")
+    if _GIVES_REMEDY.search(own):
+        return own
+    return f"{own.rstrip('.')}. {spec(code).default_message}"
+
+
+def group(errors: Iterable[Unmapped], *, total: int | None = None) -> list[Group]:
+    """The errors grouped by tool, exception class and message shape, largest group first."""
+    buckets: dict[tuple[str, str | None, str], list[Unmapped]] = {}
+    shapes: dict[tuple[str, str | None, str], Shape] = {}
+    for error in errors:
+        shape = shape_of(error.text)
+        key = (error.tool, error.exception, shape.text)
+        buckets.setdefault(key, []).append(error)
+        shapes.setdefault(key, shape)
+    count = total if total is not None else sum(len(b) for b in buckets.values())
+    groups: list[Group] = []
+    for key, members in buckets.items():
+        first = members[0]
+        proposal = propose_code(first.text, first.exception)
+        shape = shapes[key]
+        message = remedy(proposal.code, shape.fields, first.text) if proposal.code is not None else None
+        groups.append(Group(first.tool, first.exception, shape, len(members), len(members) / max(count, 1),
+                            first.text[:_MAX_EXAMPLE], proposal.code, proposal.reason, message))
+    groups.sort(key=lambda g: (-g.count, g.tool, g.shape.text))
+    return groups
+
+
+def suggest(found: LogSlice, *, tool: str | None = None, since: dt.datetime | None = None) -> Suggestions:
+    """Suggestions for the unmapped errors of a slice of the log."""
+    groups = group(found.unmapped)
+    return Suggestions(tuple(groups), found.calls, found.errors, len(found.unmapped), tool, since)
