@@ -100,7 +100,8 @@ def snapshot(value: JSONValue) -> tuple[JSONValue, int]:
 
 def fingerprint(value: JSONValue) -> str:
     """``_fingerprint.fingerprint`` of a ``clean`` value, without the conversion."""
-    return hashlib.blake2b(orjson.dumps(value, option=_SORTED), digest_size=16).hexdigest()
+    key = _fingerprint._the_key()  # keyed like the general path (the fleet's fingerprint key)
+    return hashlib.blake2b(orjson.dumps(value, option=_SORTED), digest_size=16, key=key).hexdigest()
 
 
 def argument_hashes(args: Mapping[str, JSONValue]) -> dict[str, str]:
