@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar, overload
 
 from shadow import _clock as clock
+from shadow import _plain as plain
 from shadow import _sessions as sessions
 from shadow._callables import callable_kind
-from shadow._config import settings
+from shadow._config import report_internal_error, settings
 from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
 from shadow._logs import get_logger
@@ -41,6 +42,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULT_RULES: Final = Rules.default()
 _PID_CACHE: list[tuple[int, str]] = []
 _MAX_EXC_TEXT: Final = 500
+_PLAIN_TYPES: Final = frozenset({str, int, float, bool, type(None), dict, list, tuple})  # never framework-injected
 
 
 def _pid() -> str:
@@ -91,6 +93,9 @@ class PendingCall:
         limits = settings()
         arguments = _guarded(self._arguments, {})
         cancelled = self.exc is not None and not isinstance(self.exc, Exception)
+        fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes)
+        if fast is not None:
+            return fast
         outcome = None if cancelled else self.outcome or _guarded(self._outcome, None)
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
@@ -119,7 +124,8 @@ class PendingCall:
             error_field=field[:200] if isinstance(field, str) else None,
             rule=outcome.rule if outcome is not None else None,
             unmapped=outcome.unmapped if outcome is not None else not cancelled,
-            schema_valid=cancelled or (outcome is not None and is_valid(served)),
+            # the contract builds its payloads valid; an error's context comes from rules, so it is checked
+            schema_valid=cancelled or (outcome is not None and (error is None or is_valid(served))),
             latency_us=self.latency_ns // 1000,
             process=_pid(),
             host=sessions.HOST,
@@ -127,14 +133,53 @@ class PendingCall:
             epoch=self.epoch,
         )
 
+    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int) -> CallRecord | None:
+        """The record of a call that returned plain JSON data no rule can call an error; None otherwise."""
+        served: Any = None  # the structured payload already made (cutover), else {"ok": true, "data": value}
+        if self.exc is not None:
+            return None
+        if self.outcome is not None:
+            if self.outcome.error is not None or self.outcome.rule is not None or self.outcome.unmapped:
+                return None
+            served = self.outcome.payload
+        elif self.spec.rules.result_rules is not _DEFAULT_RULES.result_rules or not plain.never_an_error(self.value):
+            return None
+        try:
+            if not (plain.clean(arguments) and plain.clean(self.value) and (served is None or plain.clean(served))):
+                return None
+            args, args_size = plain.snapshot(arguments)
+            value, value_size = plain.snapshot(self.value)
+            payload, payload_size = ({"ok": True, "data": value}, value_size + 24) if served is None else (
+                plain.snapshot(served))
+        except (RuntimeError, TypeError, ValueError):  # changed by its caller meanwhile: take the general path
+            return None
+        if args_size > max_args or value_size > max_payload or payload_size > max_payload:
+            return None
+        return CallRecord(
+            id=new_id(), session_id=self.session_id, seq=self.seq,
+            ts=dt.datetime.fromtimestamp(self.started_ns / 1e9, dt.UTC), tool=self.spec.name, mode=self.mode.value,
+            variant=self.variant.value, fingerprint=plain.fingerprint(args),
+            arg_hashes=plain.argument_hashes(args) if isinstance(args, dict) else None, args=args, outcome="ok",
+            legacy_payload=value, new_payload=payload, code=None, retryable=None,
+            next_action=None, retry_after_ms=None, error_field=None, rule=None, unmapped=False, schema_valid=True,
+            latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
+            epoch=self.epoch,
+        )
+
     def _arguments(self) -> dict[str, Any]:
         signature = self.spec.signature
         if signature is None:
             return {**{f"_{i}": a for i, a in enumerate(self.args)}, **self.kwargs}
-        bound = signature.bind_partial(*self.args, **self.kwargs).arguments
+        names = plain.positional_names(signature)
+        if names is not None and len(self.args) <= len(names[0]) and (not self.kwargs or not names[1]):
+            bound = dict(zip(names[0], self.args, strict=False))
+            bound.update(self.kwargs)
+        else:
+            bound = signature.bind_partial(*self.args, **self.kwargs).arguments
         first = next(iter(signature.parameters), None)
         skip = self.spec.skip | {first} if first in ("self", "cls") else self.spec.skip
-        return {k: v for k, v in bound.items() if k not in skip and not frameworks.is_injected_value(v)}
+        return {k: v for k, v in bound.items()
+                if k not in skip and (type(v) in _PLAIN_TYPES or not frameworks.is_injected_value(v))}
 
     def _outcome(self) -> Outcome:
         return self.spec.outcome(self.value, self.exc)
@@ -155,12 +200,14 @@ def _guarded(build: Callable[[], Any], fallback: Any) -> Any:
             continue
         except Exception as exc:
             log.warning("record_part_failed", error_type=type(exc).__name__)
+            report_internal_error("record.part", exc)
             return fallback
     return fallback
 
 
-def _internal_failure(tool: str, exc: Exception) -> None:
-    log.exception("shadow_failed", tool=tool, error_type=type(exc).__name__)
+def _internal_failure(tool: str, exc: Exception, operation: str = "adapter") -> None:
+    log.exception("shadow_failed", tool=tool, error_type=type(exc).__name__, operation=operation)
+    report_internal_error(operation, exc)
     if settings().strict:
         raise exc
 
@@ -174,6 +221,7 @@ class _Started:
     session_id: str
     seq: int
     epoch: int | None = None
+    provisional: FlagSource | None = None
     t0: int = dataclasses.field(default_factory=clock.now_ns)
     p0: int = dataclasses.field(default_factory=time.perf_counter_ns)
 
@@ -192,15 +240,21 @@ class _Runner:
     def begin(self) -> _Started | None:
         """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure)."""
         try:
-            state = (self.flags or flagmod.current()).state(self.spec.name)
+            source = self.flags or flagmod.current()
+            state = source.state(self.spec.name)
             if state.mode is Mode.LEGACY:
-                return None
+                if state is not flagmod.LEGACY or not flagmod.is_pending(source, self.spec.name):
+                    return None
+                # Before the first flag load: serve legacy (as shadow mode would) and let the writer decide.
+                sid = sessions.current()
+                epoch, seq = sessions.next_position(sid)
+                return _Started(Mode.SHADOW, Variant.LEGACY, sid, seq, epoch, source)
             sid = sessions.current()
             variant = state.variant(sid) if state.mode is Mode.CUTOVER else Variant.LEGACY
             epoch, seq = sessions.next_position(sid)
             return _Started(state.mode, variant, sid, seq, epoch)
         except Exception as exc:
-            _internal_failure(self.spec.name, exc)
+            _internal_failure(self.spec.name, exc, "adapter.flag")
             return None
 
     def finish(self, started: _Started, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any = None,
@@ -213,15 +267,21 @@ class _Runner:
                 outcome = self.spec.outcome(value, exc)
             except Exception as failure:
                 outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
-                _internal_failure(self.spec.name, failure)
+                _internal_failure(self.spec.name, failure, "adapter.outcome")
         try:
-            get_writer().submit(PendingCall(
+            call = PendingCall(
                 spec=self.spec, mode=started.mode, variant=started.variant, session_id=started.session_id,
                 seq=started.seq, epoch=started.epoch, started_ns=started.t0, latency_ns=latency, args=args,
                 kwargs=kwargs, value=value, exc=exc, outcome=outcome,
-            ))
+            )
+            if started.provisional is not None:  # made before the flags were loaded: the writer resolves it
+                from shadow._provisional import ProvisionalCall
+
+                get_writer().submit(ProvisionalCall(call, started.provisional))
+            else:
+                get_writer().submit(call)
         except Exception as failure:
-            _internal_failure(self.spec.name, failure)
+            _internal_failure(self.spec.name, failure, "adapter.submit")
         if outcome is None:
             return None
         if self.deliver is None:
@@ -229,7 +289,7 @@ class _Runner:
         try:
             return self.deliver(outcome.payload)
         except Exception as failure:
-            _internal_failure(self.spec.name, failure)
+            _internal_failure(self.spec.name, failure, "adapter.deliver")
             return outcome.payload
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -35,7 +36,11 @@ class Settings:
     batch_size: int = 500  # records per insert
     flush_interval: float = 0.5  # seconds between flushes of a partial batch
     spool_max_bytes: int = 256 * 1024 * 1024
+    store_timeout: float = 5.0  # seconds one store call may take before its records are spooled instead
     strict: bool = False  # re-raise failures inside the shadow machinery (for tests)
+    #: Called as ``on_internal_error(operation, error)`` whenever shadow's own machinery fails and swallows the
+    #: failure (the adapter, the writer thread); like scientist's ``raised``. Its own failures are logged.
+    on_internal_error: Callable[[str, BaseException], object] | None = None
 
     def warehouse_path(self) -> Path:
         """The DuckDB warehouse file."""
@@ -187,10 +192,26 @@ def configure(**changes: Any) -> Settings:
         from shadow.calllog._db import normalise_url
 
         normalise_url(changes["db_url"])  # a URL shadow cannot use is a ValueError here, not a log line later
+    hook = changes.get("on_internal_error")
+    if hook is not None and not callable(hook):
+        raise TypeError(f"on_internal_error must be a function (operation, error), not {type(hook).__name__}")
     base = settings()
     with _lock:
         _current = dataclasses.replace(base, **changes)
         return _current
+
+
+def report_internal_error(operation: str, error: BaseException) -> None:
+    """Tell the ``on_internal_error`` hook, if any, about a failure inside shadow (never raises)."""
+    hook = settings().on_internal_error
+    if hook is None:
+        return
+    try:
+        hook(operation, error)
+    except Exception as hook_error:
+        from shadow._logs import get_logger
+
+        get_logger("shadow").error("on_internal_error_failed", error_type=type(hook_error).__name__)
 
 
 def _after_fork() -> None:

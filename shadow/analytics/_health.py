@@ -55,6 +55,8 @@ def _writer_stats(con: Any) -> dict[tuple[str, str], tuple[Any, ...]] | None:
         return None
     cols = ", ".join(f'"{c}"' for c in WRITER_STATS_COLUMNS)
     rows = con.execute(f"SELECT {cols} FROM {WRITER_STATS_TABLE}").fetchall()
+    if not rows:
+        return None  # the table is mirrored from every store, but no writer has recorded its counters here
     return {(str(r[0]), str(r[1])): tuple(r[2:]) for r in rows}
 
 

@@ -76,14 +76,19 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines += wrap(f"Loop rate: {d.calls:,} calls, {d.errors:,} errors, {d.sessions:,} sessions, "
                   f"{_when(d.first_call)} to {_when(d.last_call)} UTC"
                   + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)
+    unknown = sum(v.follow_ups.get("unknown", 0) for v in report.variants)
+    if d.sessions_with_gaps or unknown:
+        lines += wrap(f"Missing records: {d.sessions_with_gaps} sessions have gaps in their sequence; {unknown} "
+                      "errors with an unknown follow-up are left out of the loop rate.", width)
     lines.append("")
     lines += decisions(report, width, wide=wide)
     lines.append("Per arm, whole range (every error, the shadow phase and tools never cut over included):")
     lines += _table(_arm_head(wide), [_arm_cells(v, wide) for v in report.variants], "  ")
     lines.append("")
     lines.append("What followed each error, whole range (counts):")
-    fu_head = ["variant", *FOLLOW_UPS, "field repaired", "field unchanged"]
-    lines += _table(fu_head, [[v.variant, *(str(v.follow_ups[k]) for k in FOLLOW_UPS),
+    kinds = [k for k in FOLLOW_UPS if k != "unknown" or any(v.follow_ups.get(k) for v in report.variants)]
+    fu_head = ["variant", *kinds, "field repaired", "field unchanged"]
+    lines += _table(fu_head, [[v.variant, *(str(v.follow_ups[k]) for k in kinds),
                                str(v.field_repairs["changed"]), str(v.field_repairs["unchanged"])]
                               for v in report.variants], "  ")
     lines += shifts(report, width)

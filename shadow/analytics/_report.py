@@ -211,7 +211,7 @@ def loop_rate_report(
     data = DataRange(total["first_call"], total["last_call"], int(total["calls"]), int(total["errors"]),
                      int(total["sessions"]),
                      float(total["median_latency_us"]) if total["median_latency_us"] is not None else None,
-                     int(total["simulated_calls"] or 0))
+                     int(total["simulated_calls"] or 0), int(total["sessions_with_gaps"] or 0))
     opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
     call_rows = warehouse.records("report_calls", params)
     err_rows = warehouse.records("report_errors", params)
@@ -230,7 +230,7 @@ def loop_rate_report(
     for variant in sorted({v for v, _ in calls_vt} | {v for v, _ in errs_vt}, key=_variant_order):
         clusters = [s.arm(variant) for s in pooled]
         boot = stats.bootstrap_rate(clusters, seed=seed, resamples=resamples)
-        codes = {c: int(r["errors"]) for (v, c), r in errs_vc.items() if v == variant}
+        codes = {c: int(r["errors"]) for (v, c), r in errs_vc.items() if v == variant and r["errors"]}
         variants.append(_arm(
             variant, _add([r for (v, _), r in calls_vt.items() if v == variant]),
             _add([r for (v, _), r in errs_vt.items() if v == variant]), codes, clusters, boot))

@@ -17,7 +17,9 @@ from shadow.analytics._recommend import FlagNow, Recommendation
 
 SCHEMA_VERSION: Final = 2
 VARIANTS: Final = ("legacy", "structured")
-FOLLOW_UPS: Final = ("repeat", "repair", "other_tool", "user_turn", "end", "nothing")
+#: What followed an error; "unknown": records are missing right after it (a gap in the session's seqs), so it is
+#: left out of the loop rate's denominator.
+FOLLOW_UPS: Final = ("repeat", "repair", "other_tool", "user_turn", "end", "nothing", "unknown")
 Design = Literal["randomised", "observational", "none"]
 By = Literal["tool", "code", "day"]
 
@@ -186,6 +188,7 @@ class DataRange:
     sessions: int
     median_latency_us: float | None
     simulated_calls: int = 0  # calls with source 'simulated' (shadow demo): the output says so
+    sessions_with_gaps: int = 0  # sessions with missing records (dropped, or a crashed process)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from shadow.calllog import _tables as tables
 #: The call-log tables mirrored row by row (append-only, synced incrementally by ``inserted_at``).
 LOG_TABLES: Final = (tables.calls, tables.marks)
 #: Small tables copied whole on every sync.
-SMALL_TABLES: Final = (tables.flags, tables.flag_audit)
+SMALL_TABLES: Final = (tables.flags, tables.flag_audit, tables.writer_stats)
 #: Tables computed in the warehouse from the mirrored ones, by the SQL model of the same name.
 DERIVED: Final = ("flag_periods", "error_followups")
 STATE_TABLE: Final = "_shadow_sync"

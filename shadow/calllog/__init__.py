@@ -9,7 +9,8 @@ from shadow.calllog._spool import Spool
 from shadow.calllog._store import SqlStore, StoreUnavailable
 from shadow.calllog._tables import metadata
 from shadow.calllog._writer import flush, get_writer, set_writer
-from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
+from shadow.calllog._writer_stats import WriterStats
+from shadow.calllog._writer_thread import RecordDropped, Writer
 from shadow.typing import Store
 
 __all__ = [

@@ -105,8 +105,12 @@ def create(url: str, **kwargs: Any) -> Engine:
         event.listen(engine, "checkin", _gate.leave)
         return engine
     connect_args: dict[str, Any] = {}
-    if url.startswith("postgresql") and "connect_timeout" not in url:
-        connect_args["connect_timeout"] = 10  # an unreachable host must fail, not hang the writer
+    if url.startswith("postgresql"):
+        # An unreachable or vanished host must fail, not hang the writer (statement timeouts: SqlStore.write).
+        for key, value in (("connect_timeout", 5), ("keepalives", 1), ("keepalives_idle", 10),
+                           ("keepalives_interval", 5), ("keepalives_count", 3), ("tcp_user_timeout", 15000)):
+            if f"{key}=" not in url:
+                connect_args[key] = value
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
 
 

@@ -16,10 +16,13 @@ import json
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
+
+import orjson
 
 from shadow._logs import get_logger
 from shadow.calllog._records import CallRecord, MarkRecord, Record
@@ -43,16 +46,57 @@ def encode(record: Record) -> bytes:
     row = record.to_row()
     row["ts"] = row["ts"].isoformat()
     kind = "call" if isinstance(record, CallRecord) else "mark"
-    return (json.dumps({"k": kind, "r": row}, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    item = {"k": kind, "r": row}
+    try:
+        return orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # what orjson declines (integers past 64 bits): the standard library
+        return (json.dumps(item, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+#: The type each field of a spooled record must have (``None`` allowed where the column is nullable).
+_STR, _INT, _BOOL, _ANY = (str,), (int,), (bool,), ()
+_CALL_TYPES: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
+    "id": (_STR, False), "session_id": (_STR, False), "seq": (_INT, False), "tool": (_STR, False),
+    "mode": (_STR, False), "variant": (_STR, False), "fingerprint": (_STR, False), "arg_hashes": ((dict,), True),
+    "args": (_ANY, True), "outcome": (_STR, False), "legacy_payload": (_ANY, True), "new_payload": (_ANY, True),
+    "code": (_STR, True), "retryable": (_BOOL, True), "next_action": (_STR, True), "retry_after_ms": (_INT, True),
+    "error_field": (_STR, True), "rule": (_STR, True), "unmapped": (_BOOL, False), "schema_valid": (_BOOL, False),
+    "latency_us": (_INT, False), "process": (_STR, False), "host": (_STR, False), "source": (_STR, False),
+}
+_MARK_TYPES: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
+    "id": (_STR, False), "session_id": (_STR, False), "seq": (_INT, False), "kind": (_STR, False),
+    "process": (_STR, False), "host": (_STR, False), "source": (_STR, False),
+}
 
 
 def decode(line: bytes) -> Record:
-    """The record of one spool line; raises ``ValueError`` (or ``KeyError``/``TypeError``) on a damaged line."""
-    item = json.loads(line)
+    """The record of one spool line; raises ``ValueError`` (or ``KeyError``/``TypeError``) on a damaged line.
+
+    Every field is checked against its column's type, so a damaged or edited line never reaches the database.
+    """
+    try:
+        item = orjson.loads(line)  # depth-limited: a deeply nested line is an error, not a RecursionError
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(item, dict) or not isinstance(item.get("r"), dict):
+        raise ValueError("not a spooled record")
     cls = _KINDS[item["k"]]
     row: dict[str, Any] = dict(item["r"])
+    types = _CALL_TYPES if cls is CallRecord else _MARK_TYPES
+    for name, (wanted, nullable) in types.items():
+        value = row.get(name)
+        if value is None:
+            if nullable or name == "source":
+                continue
+            raise ValueError(f"{name} is missing")
+        if wanted and (not isinstance(value, wanted) or (wanted is _INT and isinstance(value, bool))):
+            raise ValueError(f"{name} is {type(value).__name__}, not {wanted[0].__name__}")
+    if not isinstance(row.get("ts"), str):
+        raise ValueError("ts is missing")
     row["ts"] = dt.datetime.fromisoformat(row["ts"])
     names = {f.name for f in dataclasses.fields(cls)}
+    if row.get("source") is None:
+        row.pop("source", None)
     return cls(**{k: v for k, v in row.items() if k in names})
 
 
@@ -94,24 +138,42 @@ class SpoolFile:
         self.damaged = 0  # lines that could not be read (a write cut short by a crash)
 
     def batches(self, size: int) -> Iterator[list[Record]]:
-        """The file's records in lists of at most ``size``; damaged lines are counted and skipped."""
+        """The file's records in lists of at most ``size``; damaged lines are counted and kept apart.
+
+        A damaged line (cut short by a crash, edited, of the wrong types) is copied to ``<file>.bad`` beside the
+        spool, with the reason, and skipped; it never stops the replay of the lines after it.
+        """
         batch: list[Record] = []
         with self.path.open("rb") as fh:
             fh.readline()  # the header
             for line in fh:
                 if not line.endswith(b"\n"):
-                    self.damaged += 1  # a last line cut short
+                    self._bad(line, "a last line cut short")
                     break
                 try:
                     batch.append(decode(line))
-                except (ValueError, KeyError, TypeError):
-                    self.damaged += 1
+                except Exception as exc:  # any damage, including RecursionError and bad types
+                    self._bad(line, f"{type(exc).__name__}: {str(exc)[:200]}")
                     continue
                 if len(batch) >= size:
                     yield batch
                     batch = []
         if batch:
             yield batch
+
+    @property
+    def bad_path(self) -> Path:
+        """Where this file's damaged lines are kept."""
+        return self.path.with_name(self.path.name + ".bad")
+
+    def _bad(self, line: bytes, reason: str) -> None:
+        self.damaged += 1
+        try:
+            with self.bad_path.open("ab") as fh:
+                fh.write(orjson.dumps({"reason": reason, "line": line.decode("utf-8", "replace")[:1_000_000]}))
+                fh.write(b"\n")
+        except OSError as exc:
+            log.error("spool.bad_line_not_kept", spool=str(self.path), error=str(exc)[:200])
 
     def finish(self) -> None:
         """Remove the file (every record in it is stored) and drop the lock."""
@@ -152,6 +214,8 @@ class Spool:
         self._aside = 0  # bytes in files set aside and not yet finished
         self._active = self.path
         self._held: list[SpoolFile] = []
+        self._lock = threading.RLock()  # appends come from the writer thread and, on overflow, from callers
+        self._dirty = False
 
     @property
     def path(self) -> Path:
@@ -213,31 +277,56 @@ class Spool:
     def _aside_name(self) -> Path:
         return self.directory / f"{self.prefix}.{os.getpid()}-{secrets.token_hex(4)}.spool"
 
-    def append(self, records: Sequence[Record]) -> bool:
-        """Append ``records`` and fsync; False (and nothing written) when that would pass ``max_bytes``.
+    def append(self, records: Sequence[Record], *, sync: bool = True) -> bool:
+        """Append ``records`` (and fsync unless ``sync`` is false); False (nothing written) past ``max_bytes``.
 
         Raises ``OSError`` when the file cannot be written; a partial write is cut off again.
         """
         data = b"".join(encode(r) for r in records)
-        header = 0 if self._fd >= 0 else len(_header(self.tag))
-        if self.pending_bytes + header + len(data) > self.max_bytes:
-            return False
-        if self._fd < 0:
-            self._open()
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            os.fsync(self._fd)
-        except OSError:
-            os.ftruncate(self._fd, self._size)
-            raise
-        self._size += len(data)
-        return True
+        with self._lock:
+            header = 0 if self._fd >= 0 else len(_header(self.tag))
+            if self.pending_bytes + header + len(data) > self.max_bytes:
+                return False
+            if self._fd < 0:
+                self._open()
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+                if sync:
+                    os.fsync(self._fd)
+            except OSError:
+                os.ftruncate(self._fd, self._size)
+                raise
+            self._size += len(data)
+            self._dirty = not sync
+            return True
+
+    def sync(self) -> None:
+        """fsync what was appended without it (overflow from callers)."""
+        with self._lock:
+            if self._dirty and self._fd >= 0:
+                os.fsync(self._fd)
+            self._dirty = False
+
+    def reject(self, record: Record, reason: str) -> Path:
+        """Keep a record the store can never accept apart, with the reason (``<prefix>.rejected.jsonl``)."""
+        path = self.directory / f"{self.prefix}.rejected.jsonl"
+        line = orjson.dumps({"reason": reason[:500], "record": orjson.loads(encode(record))})
+        with self._lock:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with path.open("ab") as fh:
+                fh.write(line + b"\n")
+        return path
 
     def set_aside(self) -> SpoolFile | None:
         """Move the active file's records into a file of their own, to replay; new spills start a new file."""
+        with self._lock:
+            self.sync()
+            return self._set_aside()
+
+    def _set_aside(self) -> SpoolFile | None:
         if not self.has_active():
             return None
         target = self._aside_name()
@@ -294,6 +383,11 @@ class Spool:
 
     def close(self) -> None:
         """Remove the active file when it holds no records and drop every lock; what remains waits for replay."""
+        with self._lock:
+            self.sync()
+            self._close()
+
+    def _close(self) -> None:
         if self._fd >= 0:
             if not self.has_active():
                 self._active.unlink(missing_ok=True)

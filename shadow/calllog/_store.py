@@ -4,23 +4,41 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import JSON, DateTime, Engine, Table, exc
+from sqlalchemy import JSON, Connection, DateTime, Engine, Table, exc
 from sqlalchemy.engine import make_url
 
+from shadow import _plain as plain
 from shadow._clock import utc
 from shadow.calllog import _db as db
 from shadow.calllog import _migrate as migrate
 from shadow.calllog._records import CallRecord, MarkRecord, Record
-from shadow.calllog._tables import calls, marks
+from shadow.calllog._tables import calls, marks, writer_stats
 
 
 class StoreUnavailable(Exception):
-    """The database cannot be reached, or is locked; the writer spools the records and retries later."""
+    """The database cannot be reached, is locked, or cannot write now; the writer spools and retries later."""
+
+
+#: SQLSTATE classes and codes that say "not now", not "never": connection failures (08), a read-only
+#: transaction or database (25006, a failover), resources (53: disk full, too many connections), operator
+#: intervention (57: shutdown, cancelled by statement_timeout), lock timeouts (55P03), serialization (40).
+_OUTAGE_STATES: Final = ("08", "25006", "40", "53", "55P03", "57", "58")
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether a database error means the store cannot write right now (rather than refusing these rows)."""
+    if isinstance(error, _UNAVAILABLE):
+        return True
+    orig = getattr(error, "orig", None)
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if isinstance(state, str) and state.startswith(_OUTAGE_STATES):
+        return True
+    text = str(orig if orig is not None else error).lower()
+    return "read-only" in text or "readonly database" in text or "database is locked" in text
 
 
 #: Errors that say "the database is not there right now", not "these rows are wrong".
@@ -35,8 +53,8 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 
 def _sqlite_time(value: dt.datetime) -> str:
     """UTC wall time in the form SQLAlchemy's SQLite ``DateTime`` stores and reads (readers attach UTC)."""
-    ts = utc(value)
-    return f"{ts:%Y-%m-%d %H:%M:%S}.{ts.microsecond:06d}"
+    ts = value if value.tzinfo is dt.UTC else utc(value)
+    return ts.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def _quote(name: str) -> str:
@@ -47,8 +65,8 @@ def _quote(name: str) -> str:
 class _Insert:
     """One table's idempotent ``executemany`` insert, built from ``shadow.tables`` (the schema source).
 
-    Rows go to the driver as tuples, bypassing per-value processing: JSON columns are serialised with
-    ``json.dumps`` (``None`` becomes JSON ``null``) and times become UTC, exactly as SQLAlchemy's types would.
+    Rows go to the driver as tuples, bypassing per-value processing: JSON columns are serialised with orjson
+    (``None`` becomes JSON ``null``) and times become UTC, as SQLAlchemy's types would.
     """
 
     def __init__(self, table: Table, record_type: type[CallRecord] | type[MarkRecord], backend: str) -> None:
@@ -69,7 +87,7 @@ class _Insert:
     def row(self, record: Record) -> tuple[Any, ...]:
         values = list(self.get(record))
         for i in self.json:
-            values[i] = json.dumps(values[i])
+            values[i] = plain.dumps(values[i])
         for i in self.times:
             values[i] = self.to_time(values[i])
         return tuple(values)
@@ -78,7 +96,8 @@ class _Insert:
 class SqlStore:
     """A ``Store`` for a database URL, through ``shadow.db.engine``; the schema is ensured once, on first write.
 
-    ``lock_timeout`` (seconds, SQLite only) bounds how long a write waits for a lock held by another connection
+    ``lock_timeout`` (seconds) bounds how long a write waits for a lock held by another connection (PostgreSQL:
+    ``lock_timeout``, and ``statement_timeout`` at four times it)
     before the store reports itself unavailable; the default is the engine's busy timeout (30 s).
     """
 
@@ -126,15 +145,50 @@ class SqlStore:
                 migrate.ensure(self.url)
                 self._ensured = True
             with engine.begin() as conn:
-                if self.backend == "sqlite" and self.lock_timeout is not None:
-                    conn.exec_driver_sql(f"PRAGMA busy_timeout={max(0, int(self.lock_timeout * 1000))}")
+                self._bound(conn)
                 for insert, rows in ((self._calls, call_rows), (self._marks, mark_rows)):
                     if rows:
                         conn.exec_driver_sql(insert.sql, rows)
-        except _UNAVAILABLE as error:
-            # The schema may be gone with the database (a new file, a restored server): check it again next time.
+        except Exception as error:
+            if not is_outage(error):
+                raise
+            # The schema may be gone with the database (a new file, a restored server): check it again next time;
+            # and pooled connections may keep what caused the outage (a read-only session after a failover).
             self._ensured = False
             migrate.forget(self.url)
+            self._engine().dispose()
+            raise StoreUnavailable(f"{self.display_url}: {type(error).__name__}: {_first_line(error)}") from error
+
+    def _bound(self, conn: Connection) -> None:
+        """Bound this transaction's waits: SQLite's busy timeout, PostgreSQL's statement and lock timeouts."""
+        if self.lock_timeout is None:
+            return
+        ms = max(1, int(self.lock_timeout * 1000))
+        if self.backend == "sqlite":
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={ms}")
+        else:
+            conn.exec_driver_sql(f"SET LOCAL statement_timeout = {ms * 4}")
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
+
+    def write_stats(self, row: dict[str, Any]) -> None:
+        """Upsert one process's writer counters into ``writer_stats`` (keyed by process and host)."""
+        try:
+            engine = self._engine()
+            if not self._ensured:
+                migrate.ensure(self.url)
+                self._ensured = True
+            names = list(row)
+            mark = "?" if self.backend == "sqlite" else "%s"
+            updates = ", ".join(f"{_quote(n)} = excluded.{_quote(n)}" for n in names if n not in ("process", "host"))
+            sql = (f"INSERT INTO {_quote(writer_stats.name)} ({', '.join(_quote(n) for n in names)}) "
+                   f"VALUES ({', '.join(mark for _ in names)}) ON CONFLICT (process, host) DO UPDATE SET {updates}")
+            values = tuple(self._calls.to_time(v) if isinstance(v, dt.datetime) else v for v in row.values())
+            with engine.begin() as conn:
+                self._bound(conn)
+                conn.exec_driver_sql(sql, values)
+        except Exception as error:
+            if not is_outage(error):
+                raise
             raise StoreUnavailable(f"{self.display_url}: {type(error).__name__}: {_first_line(error)}") from error
 
 

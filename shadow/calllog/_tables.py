@@ -88,6 +88,22 @@ marks: Final = Table(
     Index(None, "inserted_at"),
 )
 
+writer_stats: Final = Table(
+    "writer_stats",
+    metadata,
+    Column("process", String(64), primary_key=True, comment="the writing process's id"),
+    Column("host", String(255), primary_key=True),
+    Column("submitted", BigInteger, nullable=False, default=0, comment="records handed to the writer"),
+    Column("written", BigInteger, nullable=False, default=0, comment="stored directly"),
+    Column("spooled", BigInteger, nullable=False, default=0, comment="kept in the local spool (disk buffer)"),
+    Column("replayed", BigInteger, nullable=False, default=0, comment="spooled records stored later"),
+    Column("dropped", BigInteger, nullable=False, default=0, comment="lost: queue and spool full, or closed"),
+    Column("rejected", BigInteger, nullable=False, default=0, comment="set aside: the store can never accept"),
+    Column("failed_builds", BigInteger, nullable=False, default=0),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
 flags: Final = Table(
     "flags",
     metadata,

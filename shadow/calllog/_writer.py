@@ -1,7 +1,7 @@
 """The process-wide call-log writer: ``get_writer``, ``set_writer`` and ``shadow.flush()``.
 
-The writer itself (a bounded queue drained by a daemon thread into the store, with a spool while the database is
-away) is ``shadow.writer_thread.Writer``; this module builds one from the settings on first use, replaces it when
+The writer itself (a bounded queue drained by a daemon thread into the store, with a spool as its disk buffer) is
+``shadow.calllog._writer_thread.Writer``; this module builds one from the settings on first use, replaces it when
 the settings change, closes it at exit and forgets it in a forked child.
 """
 
@@ -13,9 +13,10 @@ import threading
 
 from shadow._config import settings
 from shadow._logs import get_logger
+from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL
 from shadow.calllog._spool import Spool
 from shadow.calllog._store import SqlStore
-from shadow.calllog._writer_thread import ORPHAN_SCAN_INTERVAL, RecordDropped, Writer, WriterStats
+from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
 
 __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats", "flush", "get_writer", "set_writer"]
 
@@ -30,7 +31,7 @@ _atexit_registered = False
 
 def _build() -> Writer:
     s = settings()
-    store = SqlStore(s.db_url, lock_timeout=5.0)
+    store = SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))  # a short wait, then the spool
     spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=store.display_url)
     return Writer(
         store,
@@ -39,6 +40,8 @@ def _build() -> Writer:
         flush_interval=s.flush_interval,
         spool=spool,
         strict=s.strict,
+        store_timeout=s.store_timeout,
+        on_error=s.on_internal_error,
     )
 
 

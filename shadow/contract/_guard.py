@@ -95,12 +95,12 @@ def guard(fn: Callable[P, Awaitable[R]], /) -> Callable[P, Awaitable[Payload]]: 
 def guard(fn: Callable[P, R], /) -> Callable[P, Payload]: ...
 @overload
 def guard(
-    fn: None = None, /, *, rules: Rules | None = None, idempotent: bool = True, name: str | None = None
+    fn: str | None = None, /, *, rules: Rules | None = None, idempotent: bool = True, name: str | None = None
 ) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 
 
 def guard(
-    fn: Callable[..., Any] | None = None,
+    fn: Callable[..., Any] | str | None = None,
     /,
     *,
     rules: Rules | None = None,
@@ -109,15 +109,28 @@ def guard(
 ) -> Any:
     """Decorate a tool so that every call returns ``{"ok": true, "data": ...}`` or ``{"ok": false, "error": ...}``.
 
-    Works for plain and ``async def`` tools. ``KeyboardInterrupt``, ``SystemExit`` and task cancellation
-    propagate; every other exception is translated by ``rules`` (``Rules.default()`` when omitted).
+    ``@shadow.guard``, ``@shadow.guard("name")`` and ``@shadow.guard(name="name", rules=...)`` all work. Works for
+    plain and ``async def`` tools. ``KeyboardInterrupt``, ``SystemExit`` and task cancellation propagate; every
+    other exception is translated by ``rules`` (``Rules.default()`` when omitted).
     """
+    if isinstance(fn, str):
+        if name is not None:
+            raise TypeError(f"shadow.guard: the name is given twice ({fn!r} and name={name!r}); give it once")
+        fn, name = None, fn
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise TypeError(f"shadow.guard: name must be a non-empty string, not {name!r}; "
+                        'for example @shadow.guard("create_task")')
+    if rules is not None and not isinstance(rules, Rules):
+        raise TypeError(f"shadow.guard: rules must be a shadow.Rules, not {type(rules).__name__}")
     if fn is None:
         return functools.partial(_guard, rules=rules, idempotent=idempotent, name=name)
     return _guard(fn, rules=rules, idempotent=idempotent, name=name)
 
 
 def _guard(fn: Callable[..., Any], *, rules: Rules | None, idempotent: bool, name: str | None) -> Any:
+    if not callable(fn):
+        raise TypeError(f"shadow.guard wraps a function, not {type(fn).__name__}: "
+                        '@shadow.guard, @shadow.guard("name") or @shadow.guard(name="name", rules=...)')
     tool_name = name or getattr(fn, "__name__", "tool")
     signature = inspect.signature(fn)
     expected = _parameters(signature)

@@ -152,6 +152,16 @@ class StaticFlags:
             return found
         return self.fallback.state(tool) if self.fallback is not None else LEGACY
 
+    def pending(self, tool: str) -> bool:
+        """Whether ``tool``'s flag is not known yet (not pinned here, and the fallback has not loaded)."""
+        if tool in self.states or KILL_SWITCH in self.states:
+            return False
+        return self.fallback is not None and is_pending(self.fallback, tool)
+
+    def wait(self, timeout: float | None = 5.0) -> bool:
+        """Block until the fallback's flags are loaded (True at once without one)."""
+        return wait_for(self.fallback, timeout) if self.fallback is not None else True
+
 
 class DbFlags:
     """Flags in the database (tables ``flags`` and ``flag_audit``), cached per process for ``ttl`` seconds.
@@ -194,6 +204,10 @@ class DbFlags:
         if self._killed or now - self._read_ok_at > self.stale_after:
             return LEGACY
         return states.get(tool, LEGACY)
+
+    def pending(self, tool: str) -> bool:
+        """Whether the first load has not finished yet (``state`` answers legacy meanwhile)."""
+        return self._states is None
 
     def prefetch(self) -> None:
         """Start loading in the background now (before the first tool call needs the flags)."""
@@ -394,9 +408,19 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def wait(timeout: float | None = 5.0) -> bool:
     """Block until the process-wide flags are loaded (at start-up, when the first calls must follow them)."""
-    source = current()
-    stored = source.fallback if isinstance(source, StaticFlags) else source
-    return stored.wait(timeout) if isinstance(stored, DbFlags) else True
+    return wait_for(current(), timeout)
+
+
+def is_pending(source: FlagSource, tool: str) -> bool:
+    """Whether ``source`` does not know ``tool``'s flag yet (a source without ``pending`` always knows)."""
+    pending = getattr(source, "pending", None)
+    return bool(pending(tool)) if callable(pending) else False
+
+
+def wait_for(source: FlagSource, timeout: float | None = 5.0) -> bool:
+    """Block until ``source`` has loaded its flags, if it loads them at all (``wait``); False on timeout."""
+    waiter = getattr(source, "wait", None)
+    return bool(waiter(timeout)) if callable(waiter) else True
 
 
 def use(source: FlagSource | None) -> None:

@@ -360,9 +360,12 @@ async def serve(
 
 
 def _warm_up(proxy: ShadowProxy) -> None:
-    """Load flags and start the writer before the first call, so no call waits on either."""
+    """Load flags (waiting, bounded) and start the writer before the first call, so no call waits on either."""
     try:
-        proxy._flags().state("*warm-up*")
+        from shadow.flags._db import wait_for
+
+        if not wait_for(proxy._flags(), 10.0):
+            log.warning("proxy_flags_not_loaded", timeout=10.0)
         from shadow.calllog._writer import get_writer
 
         get_writer()

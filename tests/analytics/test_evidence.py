@@ -107,8 +107,8 @@ def test_health_counts_sequence_gaps_and_when_each_process_last_wrote(tmp_path: 
         last = {(p.process, p.host): p.last_write for p in health.processes}
         assert last == {("worker-1", "h1"): (T0 + dt.timedelta(seconds=3)).replace(tzinfo=None),
                         ("worker-2", "h2"): (T0 + dt.timedelta(seconds=4)).replace(tzinfo=None)}
-        wh.con.execute("CREATE TABLE writer_stats (process VARCHAR, host VARCHAR, written BIGINT, spooled BIGINT, "
-                       "replayed BIGINT, dropped BIGINT, updated_at TIMESTAMP)")
+        wh.con.execute("CREATE OR REPLACE TABLE writer_stats (process VARCHAR, host VARCHAR, written BIGINT, "
+                       "spooled BIGINT, replayed BIGINT, dropped BIGINT, updated_at TIMESTAMP)")
         wh.con.execute("INSERT INTO writer_stats VALUES ('worker-2', 'h2', 10, 4, 3, 2, TIMESTAMP '2025-03-10 09:00')")
         counted = loop_rate_report(wh).health
     assert counted is not None and counted.writer_counters

@@ -48,6 +48,8 @@ def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]
     out: dict[str, dict[str, Any]] = {}
     sessions = {c["session_id"] for c in calls}
     for sid in sessions:
+        used = sorted({c["seq"] for c in calls if c["session_id"] == sid}
+                      | {m["seq"] for m in marks if m["session_id"] == sid})
         events = [(c["seq"], 0, c["id"], c) for c in calls if c["session_id"] == sid]
         events += [(m["seq"], 1, m["id"], m) for m in marks
                    if m["session_id"] == sid and m["kind"] in ("user_turn", "end")]
@@ -60,7 +62,12 @@ def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]
             nxt = order[i + 1][3] if i + 1 < len(order) else None
             first = events[at + 1] if at + 1 < len(events) else None
             same = nxt is not None and nxt["tool"] == c["tool"] and nxt["fingerprint"] == c["fingerprint"]
-            if first is None:
+            later = [q for q in used if q > c["seq"]]
+            gap = bool(later) and later[0] > c["seq"] + 1  # records are missing right after the error
+            if gap:
+                follow = "unknown"
+                same = False
+            elif first is None:
                 follow = "nothing"
             elif first[1] == 1:
                 follow = "end" if first[3]["kind"] == "end" else "user_turn"
@@ -130,6 +137,7 @@ event_spec = st.one_of(
     call_spec(), call_spec(), call_spec(),
     st.fixed_dictionaries({"kind": st.sampled_from(["user_turn", "end", "note"]), "gap_ms": st.integers(0, 4000),
                            "tie": st.booleans(), "id_key": st.integers(0, 9)}),
+    st.fixed_dictionaries({"kind": st.just("lost"), "gap_ms": st.integers(0, 4000)}),  # a record deleted
 )
 sessions_spec = st.lists(st.lists(event_spec, min_size=1, max_size=14), min_size=1, max_size=4)
 
@@ -144,10 +152,11 @@ def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], l
             ts += dt.timedelta(milliseconds=e["gap_ms"])
             # "tie": the same seq as the event before (two writers sharing a session id); then the id decides,
             # and "id_key" makes id order differ from write order
-            seq = seq if e.get("tie") and seq else seq + 2
+            seq = seq if e.get("tie") and seq else seq + 1
             base = {"id": f"{s:02d}-{e.get('id_key', 0)}-{i:03d}", "session_id": f"session-{s}", "seq": seq, "ts": ts,
-                    "process": "p", "host": "h", "source": "live", "inserted_at": T0,
-                    "epoch": None}
+                    "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": None}
+            if e["kind"] == "lost":
+                continue  # its seq stays unused: a gap, as a dropped record or a crashed process leaves
             if e["kind"] != "call":
                 marks.append({**base, "kind": e["kind"]})
                 continue
@@ -206,7 +215,8 @@ def test_report_arm_totals_match_the_definitions(sessions: list[list[dict[str, A
     facts = reference_followups(calls, marks)
     result = report.loop_rate_report(wh, resamples=50)
     for arm in result.variants:
-        mine = [f for f in facts.values() if f["variant"] == arm.variant]
+        every = [f for f in facts.values() if f["variant"] == arm.variant]
+        mine = [f for f in every if f["follow_up"] != "unknown"]  # the loop rate's denominator
         loops = [f for f in mine if f["looped"]]
         assert arm.calls == sum(1 for c in calls if c["variant"] == arm.variant)
         assert arm.errors == len(mine)
@@ -214,7 +224,7 @@ def test_report_arm_totals_match_the_definitions(sessions: list[list[dict[str, A
         assert arm.back_to_back_loops == sum(1 for f in loops if f["back_to_back"])
         assert arm.justified_retries == sum(1 for f in mine if f["justified_retry"])
         assert arm.justified_retries_waited == sum(1 for f in mine if f["waited_retry_after"])
-        assert dict(arm.follow_ups) == {k: Counter(f["follow_up"] for f in mine)[k] for k in report.FOLLOW_UPS}
+        assert dict(arm.follow_ups) == {k: Counter(f["follow_up"] for f in every)[k] for k in report.FOLLOW_UPS}
         assert arm.codes == dict(Counter(f["code"] for f in mine))
         if loops:
             assert arm.mean_loop_length == sum(f["loop_length"] for f in loops) / len(loops)
@@ -256,3 +266,36 @@ def test_a_repair_of_the_named_field_is_told_apart_from_one_that_left_it() -> No
     assert firsts["session-0"]["repair_field_changed"] is True
     assert firsts["session-1"]["repair_field_changed"] is False
     assert firsts["session-0"]["follow_up"] == firsts["session-1"]["follow_up"] == "repair"
+
+
+def _call(tool: str, fp: str, outcome: str, gap: int = 10) -> dict[str, Any]:
+    return {"kind": "call", "tool": tool, "fingerprint": fp, "arg_hashes": None, "outcome": outcome,
+            "code": "not_found" if outcome == "error" else None, "retryable": False if outcome == "error" else None,
+            "retry_after_ms": None, "error_field": None, "variant": "legacy", "unmapped": False, "gap_ms": gap}
+
+
+def test_an_error_followed_by_deleted_records_has_an_unknown_follow_up_left_out_of_the_loop_rate() -> None:
+    calls, marks = build([
+        [_call("search", "f1", "error"), _call("search", "f1", "error"), _call("search", "f2", "ok"),
+         _call("create_task", "c1", "error"), _call("create_task", "c1", "ok"), _call("search", "f9", "ok")],
+        [_call("search", "f1", "error"), _call("search", "f1", "ok")],
+    ])
+    wh = load(calls, marks)
+    assert sql_followups(wh)["00-002"]["follow_up"] == "repair"
+    # Delete records from the log, as a drop or a crash would: the seq after two errors goes missing.
+    wh.con.execute("DELETE FROM calls WHERE id IN ('00-003', '00-005')")
+    wh.derive()
+    rows = sql_followups(wh)
+    assert rows["00-001"]["follow_up"] == "repeat"  # the record right after it is there
+    assert (rows["00-002"]["follow_up"], rows["00-002"]["looped"]) == ("unknown", False)
+    assert (rows["00-004"]["follow_up"], rows["00-004"]["looped"]) == ("unknown", False)
+    assert rows["01-001"]["follow_up"] == "repeat"
+    result = report.loop_rate_report(wh, resamples=50)
+    (arm,) = result.variants
+    assert arm.follow_ups["unknown"] == 2
+    assert arm.errors == 2 and arm.loops == 2 and arm.loop_rate == 1.0  # the unknowns are not in the denominator
+    assert result.data_range.sessions_with_gaps == 1
+    assert result.to_dict()["data_range"]["sessions_with_gaps"] == 1
+    from shadow.analytics._render import render_table
+
+    assert "1 sessions have gaps" in render_table(result)

@@ -39,7 +39,7 @@ def test_upgrade_head_on_an_empty_database_matches_the_metadata(db_url: str) -> 
         names = set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
-    assert names == {"calls", "marks", "flags", "flag_audit", "alembic_version"}
+    assert names == {"calls", "marks", "flags", "flag_audit", "writer_stats", "alembic_version"}
 
 
 def test_a_database_without_the_schema_differs_from_the_metadata(sqlite_url: str) -> None:

@@ -32,8 +32,8 @@ def test_a_refused_row_is_logged_without_its_values(pg_url: str, caplog: pytest.
         writer.submit(refused)
         assert writer.flush(30)
     writer.close()
-    assert writer.stats.written == 1 and writer.stats.dropped == 1
-    logged = [r for r in caplog.records if "records_refused" in r.getMessage()]
+    assert writer.stats.written == 1 and writer.stats.rejected == 1 and writer.stats.dropped == 0
+    logged = [r for r in caplog.records if "record_rejected" in r.getMessage()]
     assert logged, [r.getMessage() for r in caplog.records]
     text = " ".join(r.getMessage() + json.dumps(getattr(r, "shadow_fields", {}), default=str) for r in logged)
     assert SECRET not in text and "a" * 32 not in text and "x" * 300 not in text

@@ -194,9 +194,9 @@ def test_a_build_that_returns_no_record_counts_as_failed() -> None:
     writer.close()
 
 
-def test_a_record_the_store_refuses_is_dropped_alone_and_logged() -> None:
+def test_a_record_the_store_refuses_alone_is_set_aside_with_its_reason(tmp_path: Path) -> None:
     store = InMemoryStore()
-    writer = fast(store, batch_size=5, flush_interval=60.0)
+    writer = fast(store, Spool(tmp_path / "shadow.spool", max_bytes=10**7), batch_size=5, flush_interval=60.0)
     records = [rec(i) for i in range(5)]
     store.refuse = {records[2].id}
     with capture_logs() as logs:
@@ -204,8 +204,24 @@ def test_a_record_the_store_refuses_is_dropped_alone_and_logged() -> None:
             writer.submit(r)
         assert writer.flush(5)
     assert store.ids == {r.id for r in records} - {records[2].id}
-    assert writer.stats.dropped == 1 and writer.stats.written == 4
-    assert any(e["event"] == "writer.records_refused" and e["count"] == 1 for e in logs)
+    assert writer.stats.rejected == 1 and writer.stats.written == 4 and writer.stats.dropped == 0
+    assert any(e["event"] == "writer.record_rejected" and e["id"] == records[2].id for e in logs)
+    kept = [json.loads(line) for line in (tmp_path / "shadow.rejected.jsonl").read_text().splitlines()]
+    assert [k["record"]["r"]["id"] for k in kept] == [records[2].id] and "refused" in kept[0]["reason"]
+    writer.close()
+
+
+def test_a_store_that_refuses_every_record_is_an_outage_and_nothing_is_lost(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    writer = fast(store, Spool(tmp_path / "shadow.spool", max_bytes=10**7), batch_size=5)
+    records = [rec(i) for i in range(5)]
+    store.refuse = {r.id for r in records}
+    for r in records:
+        writer.submit(r)
+    assert writer.flush(5)
+    assert writer.stats.spooled == 5 and writer.stats.rejected == 0 and writer.stats.dropped == 0
+    store.refuse = set()
+    assert wait_for(lambda: store.ids == {r.id for r in records})
     writer.close()
 
 

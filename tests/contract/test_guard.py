@@ -210,3 +210,20 @@ def test_unserialisable_data_still_gives_a_valid_success_payload() -> None:
     payload = shadow.guard(returning({"row": Row(), "n": float("nan"), "when": b"raw"}))()
     assert_valid_payload(payload)
     assert payload == {"ok": True, "data": {"row": "<Row>", "n": "nan", "when": "<bytes len=3>"}}
+
+
+def test_guard_accepts_a_positional_name_and_rejects_misuse_at_decoration() -> None:
+    @shadow.guard("create_task")
+    def make(title: str) -> dict[str, str]:
+        raise ValueError("bad")
+
+    assert make("x")["ok"] is False
+    assert make.__name__ == "make"
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        shadow.guard(name=42)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="wraps a function"):
+        shadow.guard()(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="given twice"):
+        shadow.guard("a", name="b")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="rules must be"):
+        shadow.guard(rules="x")  # type: ignore[call-overload]

@@ -9,7 +9,8 @@ WITH per_session AS (
     SELECT variant, CAST(ts AS DATE) AS day, session_id,
            count(*) AS errors, count(*) FILTER (WHERE looped) AS loops
     FROM error_followups
-    WHERE ($tool IS NULL OR tool = $tool)
+    WHERE follow_up <> 'unknown'  -- records are missing after it: not in the loop rate
+      AND ($tool IS NULL OR tool = $tool)
       AND ($since IS NULL OR ts >= $since)
       AND ($until IS NULL OR ts < $until)
     GROUP BY ALL

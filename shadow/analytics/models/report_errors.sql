@@ -4,25 +4,27 @@
 -- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
 --         The filters pick errors by their own tool and time; what followed an error is looked up in all data.
 -- Returns one row per group; by_code / by_day say which key besides variant the row is grouped by (else tool).
--- Every count is additive: an arm's totals are the sums of its tool rows.
+-- Every count is additive: an arm's totals are the sums of its tool rows. errors counts the errors whose follow-up
+-- is known (the loop rate's denominator); follow_unknown those left out because records are missing after them.
 SELECT
     variant, tool, code, day,
     GROUPING(code) = 0 AS by_code,
     GROUPING(day) = 0 AS by_day,
-    count(*) AS errors,
+    count(*) FILTER (WHERE follow_up <> 'unknown') AS errors,
     count(*) FILTER (WHERE looped) AS loops,
     count(*) FILTER (WHERE back_to_back) AS back_to_back_loops,
     COALESCE(sum(loop_length) FILTER (WHERE looped), 0) AS loop_length_sum,
     count(*) FILTER (WHERE justified_retry) AS justified_retries,
     count(*) FILTER (WHERE justified_retry AND retry_after_ms IS NOT NULL) AS justified_retries_with_hint,
     count(*) FILTER (WHERE waited_retry_after) AS justified_retries_waited,
-    count(*) FILTER (WHERE unmapped) AS unmapped_errors,
+    count(*) FILTER (WHERE unmapped AND follow_up <> 'unknown') AS unmapped_errors,
     count(*) FILTER (WHERE follow_up = 'repeat') AS follow_repeat,
     count(*) FILTER (WHERE follow_up = 'repair') AS follow_repair,
     count(*) FILTER (WHERE follow_up = 'other_tool') AS follow_other_tool,
     count(*) FILTER (WHERE follow_up = 'user_turn') AS follow_user_turn,
     count(*) FILTER (WHERE follow_up = 'end') AS follow_end,
     count(*) FILTER (WHERE follow_up = 'nothing') AS follow_nothing,
+    count(*) FILTER (WHERE follow_up = 'unknown') AS follow_unknown,
     count(*) FILTER (WHERE repair_field IS NOT NULL AND repair_field_changed) AS field_repair_changed,
     count(*) FILTER (WHERE repair_field IS NOT NULL AND NOT repair_field_changed) AS field_repair_unchanged,
     count(*) FILTER (WHERE repair_field IS NOT NULL AND repair_field_changed IS NULL) AS field_repair_unknown

@@ -19,7 +19,8 @@ per_session AS (
         count(*) FILTER (WHERE e.looped) AS loops
     FROM error_followups AS e
     JOIN cutovers AS c ON c.tool = e.tool
-    WHERE ($tool IS NULL OR e.tool = $tool)
+    WHERE e.follow_up <> 'unknown'  -- records are missing after it: not in the loop rate
+      AND ($tool IS NULL OR e.tool = $tool)
       AND ($since IS NULL OR e.ts >= $since)
       AND ($until IS NULL OR e.ts < $until)
     GROUP BY ALL

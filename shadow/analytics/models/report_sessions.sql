@@ -17,7 +17,8 @@ WITH filtered AS (
                  AND (p.ends_at IS NULL OR e.ts < p.ends_at)
            ) AS in_split
     FROM error_followups AS e
-    WHERE ($tool IS NULL OR e.tool = $tool)
+    WHERE e.follow_up <> 'unknown'  -- records are missing after it: not in the loop rate
+      AND ($tool IS NULL OR e.tool = $tool)
       AND ($since IS NULL OR e.ts >= $since)
       AND ($until IS NULL OR e.ts < $until)
 ),

@@ -1,7 +1,7 @@
 """outcome 'cancelled' (the column widened to 16 characters), and the seq counter's epoch on calls and marks.
 
 Revision ID: 0003
-Revises: 0001 (issue 12's 0002 goes between them: set down_revision to "0002" when both are merged)
+Revises: 0002
 Create Date: 2026-12-01 15:00:00
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,152 @@
+"""Fast paths for values that are plain JSON already: checked in one walk, copied and hashed through orjson.
+
+Most tool arguments and results are small dicts of short strings and numbers. For those, the full conversion
+(``_redact.to_jsonable``) and the canonical ``json.dumps`` are pure overhead: ``clean`` says in one walk whether a
+value is plain JSON that redaction would leave unchanged and that orjson encodes exactly as ``_redact.dumps``
+does; then ``snapshot`` copies it and ``fingerprint`` hashes it. Anything else takes the general path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+
+from shadow import _fingerprint
+from shadow._redact import JSONValue, is_secret_key, scrub_text
+from shadow.contract._rules import _ERROR_KEYS, _STATUS_KEYS, ERROR_TEXT_PREFIX
+
+#: Characters one of the credential patterns of ``_redact.scrub_text`` needs; a string without any is clean.
+_MAYBE_SECRET: Final = re.compile(r"[\s_=:]|sk-|AKIA|eyJ")
+_MAX_DEPTH: Final = 20  # below both conversion depths (redaction 20, fingerprints 64)
+_MAX_STRING: Final = 4096
+_SORTED: Final = orjson.OPT_SORT_KEYS
+_secret_keys: dict[str, bool] = {}
+
+
+def _secret(key: str) -> bool:
+    found = _secret_keys.get(key)
+    if found is None:
+        found = is_secret_key(key)
+        if len(_secret_keys) < 4096:
+            _secret_keys[key] = found
+    return found
+
+
+def _scalar(value: object, kind: type) -> bool | None:
+    """Whether a scalar is clean; None when ``value`` is not a scalar (a container, or another type)."""
+    if kind is str:
+        text: str = value  # type: ignore[assignment]
+        return len(text) <= _MAX_STRING and (_MAYBE_SECRET.search(text) is None or scrub_text(text) == text)
+    if kind is int:
+        return -(2**63) <= value < 2**63  # type: ignore[operator]
+    if value is None or kind is bool:
+        return True
+    if kind is float:
+        number: float = value  # type: ignore[assignment]
+        return number == 0.0 or 1e-4 <= abs(number) < 1e15  # where repr() and orjson agree
+    return None
+
+
+def clean(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is plain JSON data that redaction leaves as it is and orjson encodes canonically."""
+    kind = type(value)
+    if kind is dict:
+        if depth >= _MAX_DEPTH:
+            return False
+        mapping: dict[Any, Any] = value  # type: ignore[assignment]
+        known = _secret_keys
+        for key, item in mapping.items():
+            if type(key) is not str:
+                return False
+            if item is None:
+                continue
+            secret = known.get(key)
+            if secret is None:
+                secret = _secret(key)
+            if secret:
+                return False
+            inner = type(item)
+            ok = _scalar(item, inner) if inner is not dict and inner is not list else None
+            if ok is None:
+                ok = clean(item, depth + 1)
+            if not ok:
+                return False
+        return True
+    if kind is list:
+        if depth >= _MAX_DEPTH:
+            return False
+        for item in value:  # type: ignore[attr-defined]
+            inner = type(item)
+            ok = _scalar(item, inner) if inner is not dict and inner is not list else None
+            if not (clean(item, depth + 1) if ok is None else ok):
+                return False
+        return True
+    return bool(_scalar(value, kind))
+
+
+def snapshot(value: JSONValue) -> tuple[JSONValue, int]:
+    """A copy of a ``clean`` value (the caller may change the original later) and its JSON size in bytes."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value, len(orjson.dumps(value))
+    data = orjson.dumps(value)
+    return orjson.loads(data), len(data)
+
+
+def fingerprint(value: JSONValue) -> str:
+    """``_fingerprint.fingerprint`` of a ``clean`` value, without the conversion."""
+    key = _fingerprint._the_key()  # keyed like the general path (the fleet's fingerprint key)
+    return hashlib.blake2b(orjson.dumps(value, option=_SORTED), digest_size=16, key=key).hexdigest()
+
+
+def argument_hashes(args: Mapping[str, JSONValue]) -> dict[str, str]:
+    """``_fingerprint.argument_hashes`` of clean arguments."""
+    return {key: fingerprint(item) for key, item in args.items()}
+
+
+def general_fingerprint(value: object) -> str:
+    """The fingerprint of any value: the fast path when it is clean."""
+    return fingerprint(value) if clean(value) else _fingerprint.fingerprint(value)  # type: ignore[arg-type]
+
+
+def dumps(value: object) -> str:
+    """JSON text of a stored value (orjson; ``json`` for what orjson declines, such as very large integers)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
+_NAMES: dict[int, tuple[inspect.Signature, tuple[str, ...], bool, bool] | None] = {}
+#: Keys through which the default result rules can see an error in a dict (``contract._rules``).
+_ERROR_SHAPED_KEYS: Final = frozenset({"ok", "success", *_ERROR_KEYS, *_STATUS_KEYS})
+
+
+def positional_names(signature: inspect.Signature) -> tuple[tuple[str, ...], bool, bool] | None:
+    """The parameter names positional arguments bind to, whether there is ``**kwargs``, whether the first is
+    ``self``/``cls``; None when ``*args`` or keyword-only parameters make binding need ``inspect``."""
+    found = _NAMES.get(id(signature))
+    if found is None or found[0] is not signature:
+        params = list(signature.parameters.values())
+        simple = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_KEYWORD) for p in params)
+        names = tuple(p.name for p in params if p.kind is not p.VAR_KEYWORD)
+        var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+        found = (signature, names, var_kw, bool(names) and names[0] in ("self", "cls")) if simple and names else None
+        if len(_NAMES) < 10000:
+            _NAMES[id(signature)] = found
+    return None if found is None else found[1:]
+
+
+def never_an_error(value: object) -> bool:
+    """Whether no default result rule can match ``value`` (so its outcome is success without asking them)."""
+    kind = type(value)
+    if kind is dict:
+        return _ERROR_SHAPED_KEYS.isdisjoint(value)  # type: ignore[arg-type]
+    if isinstance(value, str) and kind is str:
+        return ERROR_TEXT_PREFIX.match(value) is None
+    return value is None or kind in (int, float, bool, list)

@@ -1,0 +1,81 @@
+"""Storing one batch, and what happened to it, decided in one place: stored, the store away, or set aside.
+
+A batch the store takes is stored. ``StoreUnavailable`` (and a store call past its deadline) means away: the
+caller spools or keeps the batch. Any other error means the store refused something in it: the records are tried
+one at a time, and only those the store refuses alone are set aside (kept in ``<prefix>.rejected.jsonl`` with the
+reason, counted, logged); when it refuses every one of them, the fault is the store's, and that is an outage too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from shadow.calllog._bounded import BoundedStore
+from shadow.calllog._outage import Outage
+from shadow.calllog._records import Record
+from shadow.calllog._spool import Spool
+from shadow.calllog._store import StoreUnavailable
+from shadow.typing import Store
+
+Fail = Callable[..., None]
+
+
+class Storer:
+    """Writes batches through a ``BoundedStore`` and classifies the result; counts what it sets aside."""
+
+    def __init__(self, store: Store, calls: BoundedStore, outage: Outage, spool: Spool | None, fail: Fail) -> None:
+        self.store = store
+        self.calls = calls
+        self.outage = outage
+        self.spool = spool
+        self.fail = fail
+        self.rejected = 0
+
+    def store_batch(self, batch: list[Record], timeout: float | None) -> int | None:
+        """How many records of ``batch`` were stored (the rest set aside); None when the store is away."""
+        try:
+            self._write(batch, timeout)
+        except StoreUnavailable as error:
+            self.outage.failed(error, self._spool_name())
+            return None
+        except Exception as exc:
+            return self._one_by_one(batch, exc, timeout)
+        return len(batch)
+
+    def _write(self, batch: list[Record], timeout: float | None) -> None:
+        store = self.store
+        self.calls.run(lambda: store.write(batch), timeout)
+
+    def _one_by_one(self, batch: list[Record], exc: Exception, timeout: float | None) -> int | None:
+        refused: list[tuple[Record, Exception]] = []
+        for record in batch:
+            try:
+                self._write([record], timeout)
+            except StoreUnavailable as error:
+                self.outage.failed(error, self._spool_name())
+                return None
+            except Exception as single:
+                refused.append((record, single))
+        stored = len(batch) - len(refused)
+        if not stored and len(batch) > 1:  # every record refused: the store's problem, not the records'
+            away = StoreUnavailable(f"the store refuses every record: {type(exc).__name__}: {str(exc)[:200]}")
+            self.outage.failed(away, self._spool_name())
+            return None
+        for record, reason in refused:
+            self._set_aside(record, reason)
+        return stored
+
+    def _set_aside(self, record: Record, error: Exception) -> None:
+        text = str(error).splitlines()
+        reason = f"{type(error).__name__}: {text[0][:300] if text else ''}"
+        kept = None
+        if self.spool is not None:
+            try:
+                kept = str(self.spool.reject(record, reason))
+            except OSError as exc:
+                self.fail("writer.spool_failed", exc, spool=self._spool_name())
+        self.rejected += 1
+        self.fail("writer.record_rejected", error, id=record.id, session_id=record.session_id, kept=kept)
+
+    def _spool_name(self) -> str | None:
+        return str(self.spool.active_path) if self.spool is not None else None

@@ -1,0 +1,74 @@
+"""The writer's counters: what it did with what it was given, and their periodic copy in ``writer_stats``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from shadow import _clock as clock
+
+
+@dataclass(frozen=True, slots=True)
+class WriterStats:
+    """What a writer has done with what it was given.
+
+    ``submitted`` counts every ``submit`` call; each item ends up ``written`` (stored directly), ``spooled`` (kept in
+    the local spool, the disk buffer, when the store is away or the queue is full; ``replayed`` counts spooled
+    records stored later, including those of dead processes), ``dropped`` (queue and spool full, or closed),
+    ``rejected`` (a record the store can never accept, set aside with the reason) or in ``failed_builds``.
+    """
+
+    submitted: int
+    written: int
+    spooled: int
+    replayed: int
+    dropped: int
+    failed_builds: int
+    rejected: int = 0
+
+
+class StatsPublisher:
+    """Upserts a writer's counters into the store's ``writer_stats`` table every ``interval`` seconds."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.started_at = clock.now()
+        self._next = time.monotonic() + min(interval, 1.0)
+        self._last: WriterStats | None = None
+
+    def due(self, force: bool) -> bool:
+        """Whether to publish now (always when forced, at flush and exit)."""
+        return force or time.monotonic() >= self._next
+
+    def row(self, stats: WriterStats) -> dict[str, object] | None:
+        """The row to upsert, or None when nothing changed since the last one."""
+        self._next = time.monotonic() + self.interval
+        if stats == self._last:
+            return None
+        self._last = stats
+        values = asdict(stats)
+        return {"process": str(os.getpid()), "host": socket.gethostname()[:255], **values,
+                "started_at": self.started_at, "updated_at": dt.datetime.now(dt.UTC)}
+
+    def publish(self, store: object, run: Callable[[Callable[[], Any], float], None], stats: WriterStats, *,
+                force: bool, fail: Callable[..., None]) -> None:
+        """Upsert ``stats`` through ``run`` (a bounded store call) when due; the store may lack ``write_stats``."""
+        from shadow.calllog._store import StoreUnavailable
+
+        write_stats = getattr(store, "write_stats", None)
+        if write_stats is None or not self.due(force):
+            return
+        row = self.row(stats)
+        if row is None:
+            return
+        try:
+            run(lambda: write_stats(row), 2.0)
+        except StoreUnavailable:
+            self._last = None  # try again next time
+        except Exception as exc:
+            fail("writer.stats_failed", exc)

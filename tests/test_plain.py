@@ -1,0 +1,90 @@
+"""The fast path for plain JSON values gives exactly what the general conversion gives."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+
+from shadow import _adapter as adapter
+from shadow import _fingerprint
+from shadow import _plain as plain
+from shadow._redact import to_jsonable
+from shadow.flags._db import Mode, Variant
+
+VALUES: list[Any] = [
+    {"user_id": "u-1", "fields": ["a", "b"], "limit": 10},
+    {"title": "Buy milk", "due": "2025-01-01", "n": 1.5, "none": None, "ok_flag": True, "nested": {"x": [1, 2.25]}},
+    {"é": "ünïcode ✓", "tab": "a\tb", "quote": 'say "hi"', "ctl": "\x01\x7f", "line": "a\u2028b"},
+    ["x", 0, -5, 0.0, 123456.789, [], {}],
+    "plain text",
+    42,
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_a_clean_value_has_the_same_fingerprint_and_stored_form_as_the_general_path(value: Any) -> None:
+    assert plain.clean(value)
+    copy, size = plain.snapshot(value)
+    assert copy == to_jsonable(value)
+    assert copy is not value or not isinstance(value, dict | list)
+    assert plain.fingerprint(copy) == _fingerprint.fingerprint(value)
+    from shadow._redact import dumps
+
+    assert size == len(dumps(to_jsonable(value)).encode())
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [
+    {"password": "hunter2"}, {"auth": {"token": "x"}}, "Bearer abcdefghijklmnop", "sk-abcdefghijklmnopqrstu",
+    "postgres://u:secret@host/db", 1e20, 2**70, float("nan"), (1, 2), {1: "a"}, {"d": Mode.SHADOW},
+    b"bytes", {"deep": _nested(25)},
+])
+def test_values_that_redaction_or_conversion_would_change_take_the_general_path(value: Any) -> None:
+    assert not plain.clean(value)
+
+
+def _legacy(user_id: str, fields: list[str], limit: int = 10) -> Any:
+    return {"id": user_id, "fields": fields, "limit": limit}
+
+
+@pytest.mark.parametrize("value", [*VALUES, {"error": "x"}, {"status": 404}, "Error: boom"])
+def test_the_fast_record_equals_the_general_record(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import inspect
+
+    spec = adapter.ToolSpec("legacy", signature=inspect.signature(_legacy))
+    call = adapter.PendingCall(spec=spec, mode=Mode.SHADOW, variant=Variant.LEGACY, session_id="s", seq=1,
+                               started_ns=time.time_ns(), latency_ns=5000, args=("u-1", ["a"]),
+                               kwargs={"limit": 3}, value=value)
+    fast = call.build()
+    monkeypatch.setattr(adapter.PendingCall, "_fast", lambda *a: None)
+    general = call.build()
+    ignore = {"id"}
+    assert {k: v for k, v in dataclasses.asdict(fast).items() if k not in ignore} == {  # type: ignore[call-overload]
+        k: v for k, v in dataclasses.asdict(general).items() if k not in ignore}  # type: ignore[call-overload]
+
+
+def test_a_payload_made_on_the_callers_side_is_stored_as_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    import inspect
+
+    from shadow.contract._guard import Outcome
+    from shadow.contract._payloads import ok
+
+    spec = adapter.ToolSpec("legacy", signature=inspect.signature(_legacy))
+    served = Outcome(ok({"result": 3}))
+    call = adapter.PendingCall(spec=spec, mode=Mode.CUTOVER, variant=Variant.STRUCTURED, session_id="s", seq=1,
+                               started_ns=time.time_ns(), latency_ns=5000, args=("u-1", ["a"]), kwargs={},
+                               value={"content": [{"type": "text", "text": "3"}]}, outcome=served)
+    fast = call.build()
+    assert fast.new_payload == {"ok": True, "data": {"result": 3}}
+    monkeypatch.setattr(adapter.PendingCall, "_fast", lambda *a: None)
+    general = call.build()
+    assert (fast.new_payload, fast.legacy_payload) == (general.new_payload, general.legacy_payload)

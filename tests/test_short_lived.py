@@ -1,0 +1,98 @@
+"""Short-lived processes: the first calls of a process are logged with no ``wait()`` and no call waiting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from shadow.calllog import _db as db
+from shadow.flags._db import DbFlags
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import shadow
+
+    @shadow.tool
+    def create_task(title: str) -> dict:
+        return {"id": 1, "title": title}
+
+    @shadow.tool
+    def plain(x: int) -> int:
+        return x
+
+    with shadow.session("short"):
+        for i in range(int(sys.argv[1])):
+            t0 = time.perf_counter()
+            out = create_task(f"t{i}")
+            plain(i)
+            print(type(out).__name__, out.get("ok") is None, round((time.perf_counter() - t0) * 1e3, 3))
+    if sys.argv[2] == "flush":
+        shadow.flush()
+    """
+)
+
+
+def _run_child(url: str, tmp: Path, calls: int, flush: bool) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SHADOW_DB_URL": url, "SHADOW_SPOOL": str(tmp / "spool")}
+    env.pop("SHADOW_FLAGS", None)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(calls), "flush" if flush else "exit"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("flush", [True, False], ids=["flush", "no-flush"])
+def test_every_call_of_a_shadowed_tool_in_a_short_process_is_logged(tmp_path: Path, flush: bool) -> None:
+    url = f"sqlite:///{tmp_path}/shadow.db"
+    DbFlags(url).set("create_task", "shadow")
+    db.dispose_all()
+    lines = _run_child(url, tmp_path, 20, flush)
+    assert len(lines) == 20
+    assert all(line.startswith("dict True") for line in lines)  # legacy result, unchanged
+    rows = _rows(url, "SELECT tool, mode, variant, seq FROM calls ORDER BY seq")
+    assert [r[0] for r in rows] == ["create_task"] * 20
+    assert {r[1] for r in rows} == {"shadow"} and {r[2] for r in rows} == {"legacy"}
+    # The legacy tool `plain` is not logged; its calls made before the flags were known keep seq consecutive.
+    marks = _rows(url, "SELECT kind, seq FROM marks")
+    seqs = sorted([int(str(r[3])) for r in rows] + [int(str(m[1])) for m in marks])
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert {m[0] for m in marks} <= {"unlogged"}
+
+
+def test_a_cutover_tool_called_before_the_flags_load_is_logged_as_a_legacy_arm_call(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/shadow.db"
+    DbFlags(url).set("create_task", "cutover")
+    db.dispose_all()
+    lines = _run_child(url, tmp_path, 20, False)
+    rows = _rows(url, "SELECT mode, variant FROM calls WHERE tool = 'create_task'")
+    assert len(rows) == 20
+    assert {r[0] for r in rows} == {"cutover"}
+    served_payload = sum(1 for line in lines if line.split()[1] == "False")
+    legacy_arm = sum(1 for r in rows if r[1] == "legacy")
+    assert served_payload == 20 - legacy_arm  # every call served legacy is recorded as a legacy-arm call
+
+
+def test_no_call_is_logged_when_no_tool_is_shadowed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/shadow.db"
+    DbFlags(url).set("other", "shadow")
+    db.dispose_all()
+    _run_child(url, tmp_path, 5, False)
+    assert _rows(url, "SELECT count(*) FROM calls") == [(0,)]
