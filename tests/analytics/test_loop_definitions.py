@@ -281,15 +281,15 @@ def test_an_error_followed_by_deleted_records_has_an_unknown_follow_up_left_out_
         [_call("search", "f1", "error"), _call("search", "f1", "ok")],
     ])
     wh = load(calls, marks)
-    assert sql_followups(wh)["00-002"]["follow_up"] == "repair"
+    assert sql_followups(wh)["00-0-002"]["follow_up"] == "repair"
     # Delete records from the log, as a drop or a crash would: the seq after two errors goes missing.
-    wh.con.execute("DELETE FROM calls WHERE id IN ('00-003', '00-005')")
+    wh.con.execute("DELETE FROM calls WHERE id IN ('00-0-003', '00-0-005')")
     wh.derive()
     rows = sql_followups(wh)
-    assert rows["00-001"]["follow_up"] == "repeat"  # the record right after it is there
-    assert (rows["00-002"]["follow_up"], rows["00-002"]["looped"]) == ("unknown", False)
-    assert (rows["00-004"]["follow_up"], rows["00-004"]["looped"]) == ("unknown", False)
-    assert rows["01-001"]["follow_up"] == "repeat"
+    assert rows["00-0-001"]["follow_up"] == "repeat"  # the record right after it is there
+    assert (rows["00-0-002"]["follow_up"], rows["00-0-002"]["looped"]) == ("unknown", False)
+    assert (rows["00-0-004"]["follow_up"], rows["00-0-004"]["looped"]) == ("unknown", False)
+    assert rows["01-0-001"]["follow_up"] == "repeat"
     result = report.loop_rate_report(wh, resamples=50)
     (arm,) = result.variants
     assert arm.follow_ups["unknown"] == 2
