@@ -108,6 +108,8 @@ def _check(name: str, var: str, raw: str) -> tuple[Any, Problem | None]:
     if name == "db_url":
         from shadow.calllog._db import normalise_url
 
+        if is_otlp_url(raw):
+            return raw.strip(), None
         try:
             url = normalise_url(raw)
             from sqlalchemy.engine import make_url
@@ -191,7 +193,8 @@ def configure(**changes: Any) -> Settings:
     if "db_url" in changes:
         from shadow.calllog._db import normalise_url
 
-        normalise_url(changes["db_url"])  # a URL shadow cannot use is a ValueError here, not a log line later
+        if not is_otlp_url(str(changes["db_url"])):
+            normalise_url(changes["db_url"])  # a URL shadow cannot use is a ValueError here, not a log line later
     hook = changes.get("on_internal_error")
     if hook is not None and not callable(hook):
         raise TypeError(f"on_internal_error must be a function (operation, error), not {type(hook).__name__}")
@@ -227,3 +230,8 @@ def reset() -> None:
     global _current
     with _lock:
         _current = None
+
+
+def is_otlp_url(url: str) -> bool:
+    """Whether ``url`` names an OTLP/HTTP collector (``otlp+http://``, ``otlp+https://``) rather than a database."""
+    return url.strip().lower().startswith(("otlp+http://", "otlp+https://"))

@@ -13,6 +13,7 @@ import threading
 
 from shadow._config import settings
 from shadow._logs import get_logger
+from shadow.calllog._otel import store_for_url
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL
 from shadow.calllog._spool import Spool
 from shadow.calllog._store import SqlStore
@@ -31,7 +32,8 @@ _atexit_registered = False
 
 def _build() -> Writer:
     s = settings()
-    store = SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))  # a short wait, then the spool
+    otlp = store_for_url(s.db_url)  # SHADOW_DB_URL=otlp+http://collector:4318: records out as OpenTelemetry spans
+    store = otlp if otlp is not None else SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))
     spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=store.display_url)
     return Writer(
         store,

@@ -295,12 +295,14 @@ def current() -> FlagSource:
         return found
     with _lock:
         if _source is None:
-            from shadow._config import Problem, report_once, settings
+            from shadow._config import Problem, is_otlp_url, report_once, settings
 
             current_settings = settings()
-            stored = DbFlags(current_settings.db_url, ttl=current_settings.flag_ttl)
-            stored.prefetch()
-            source: FlagSource = stored
+            source: FlagSource = StaticFlags({})  # records go to a collector: flags come from SHADOW_FLAGS only
+            if not is_otlp_url(current_settings.db_url):
+                stored = DbFlags(current_settings.db_url, ttl=current_settings.flag_ttl)
+                stored.prefetch()
+                source = stored
             pinned = os.environ.get(ENV_VAR)
             if pinned:
                 states, problems = parse_env_lenient(pinned)

@@ -6,8 +6,12 @@ import base64
 import dataclasses
 import gzip
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -236,3 +240,35 @@ def test_an_active_application_span_gets_the_attributes_instead() -> None:
         stored = annotate_pending(pending)
     assert isinstance(stored, CallRecord)
     assert exported.get_finished_spans()[-1].attributes["gen_ai.tool.call.id"] == stored.id  # type: ignore[index]
+
+
+def test_shadow_db_url_naming_a_collector_sends_a_fresh_process_calls_as_spans(receiver: Receiver,
+                                                                                tmp_path: Path) -> None:
+    script = (
+        "import shadow\n"
+        "@shadow.tool(name='lookup')\n"
+        "def lookup(key: str) -> dict:\n"
+        "    if key == 'x':\n"
+        "        raise KeyError(key)\n"
+        "    return {'key': key}\n"
+        "for k in ('a', 'x', 'x'):\n"
+        "    try:\n"
+        "        lookup(k)\n"
+        "    except KeyError:\n"
+        "        pass\n"
+        "shadow.flush()\n"
+    )
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")},
+           "SHADOW_DB_URL": receiver.url, "SHADOW_FLAGS": "lookup=shadow", "SHADOW_SPOOL": str(tmp_path / "spool"),
+           "SHADOW_FINGERPRINT_KEY": "test-key", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
+                          check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    deadline = time.monotonic() + 30
+    while len(receiver.spans()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    spans = receiver.spans()
+    assert len(spans) == 3
+    names = {a["key"]: a["value"] for s in spans for a in s["attributes"]}
+    assert names["gen_ai.tool.name"] == {"stringValue": "lookup"}
+    assert not (tmp_path / "shadow.db").exists()  # nothing went to a database
