@@ -60,12 +60,25 @@ def _writer_stats(con: Any) -> dict[tuple[str, str], tuple[Any, ...]] | None:
     return {(str(r[0]), str(r[1])): tuple(r[2:]) for r in rows}
 
 
+def _writer_stats_of(source: Any) -> dict[tuple[str, str], tuple[Any, ...]] | None:
+    """The writer counters from a DuckDB warehouse (its connection) or the Spark models (the export's view)."""
+    con = getattr(source, "con", None)
+    if con is not None:
+        return _writer_stats(con)
+    try:
+        rows = source.table(WRITER_STATS_TABLE)
+    except Exception:  # an export without the table (written before it existed)
+        return None
+    if not rows:
+        return None
+    return {(str(r["process"]), str(r["host"])): tuple(r[c] for c in WRITER_STATS_COLUMNS[2:]) for r in rows}
+
+
 def log_health(source: Any) -> LogHealth:
-    """Read the log's health from a synced warehouse (or the Spark models: writer counters are not in an export)."""
+    """Read the log's health from a synced warehouse or the Spark models (the same models and counters)."""
     rows = source.records("report_log_health")
     summary = next((r for r in rows if r["kind"] == "sessions"), None)
-    con = getattr(source, "con", None)
-    counters = _writer_stats(con) if con is not None else None
+    counters = _writer_stats_of(source)
     procs = []
     for r in rows:
         if r["kind"] != "process":
