@@ -6,8 +6,9 @@ imported on first use: ``import shadow`` stays light.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from shadow._lazy import lazy_names
 
 if TYPE_CHECKING:
     from shadow.analytics._ready import Readiness, Thresholds, codes_for_tool, readiness
@@ -66,11 +67,4 @@ __all__ = [
     "sync",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """Import a name of this subpackage on first use."""
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _WHERE)

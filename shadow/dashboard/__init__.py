@@ -6,8 +6,9 @@ imported on first use: ``import shadow`` stays light.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from shadow._lazy import lazy_names
 
 if TYPE_CHECKING:
     from shadow.dashboard._data import DashboardData, collect
@@ -33,11 +34,4 @@ __all__ = [
     "write_dashboard",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """Import a name of this subpackage on first use."""
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _WHERE)

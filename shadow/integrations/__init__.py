@@ -8,8 +8,9 @@ plain ``@shadow.tool`` functions on an ``MCPServer`` see its MCP sessions.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shadow._lazy import lazy_names
 
 if TYPE_CHECKING:
     from shadow.integrations._fastmcp import fastmcp_tool
@@ -30,11 +31,7 @@ _HOMES = {
 __all__ = ["fastmcp_tool", "instrument_mcp", "langchain_tool", "mcp_tool", "openai_agents_tool", "pydantic_ai_tool"]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'shadow.integrations' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:
