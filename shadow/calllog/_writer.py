@@ -11,13 +11,13 @@ import atexit
 import os
 import threading
 
-from shadow._config import settings
+from shadow._config import is_otlp_url, settings
 from shadow._logs import get_logger
-from shadow.calllog._otel import store_for_url
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL
 from shadow.calllog._spool import Spool
 from shadow.calllog._store import SqlStore
 from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
+from shadow.typing import Store
 
 __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats", "flush", "get_writer", "set_writer"]
 
@@ -32,8 +32,13 @@ _atexit_registered = False
 
 def _build() -> Writer:
     s = settings()
-    otlp = store_for_url(s.db_url)  # SHADOW_DB_URL=otlp+http://collector:4318: records out as OpenTelemetry spans
-    store = otlp if otlp is not None else SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))
+    store: Store
+    if is_otlp_url(s.db_url):  # SHADOW_DB_URL=otlp+http://collector:4318: records out as OpenTelemetry spans
+        from shadow.calllog._otel import OtlpStore
+
+        store = OtlpStore.from_url(s.db_url)
+    else:
+        store = SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))  # a short wait, then the spool
     spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=store.display_url)
     return Writer(
         store,
