@@ -10,7 +10,18 @@ import typer
 
 from shadow.cli._app import ExitCode, app, fail, need_extra
 from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, WarehouseOption, time_option
-from shadow.cli._report import errors_to_exit, open_for_reading, stores
+from shadow.cli._report import (
+    Engine,
+    EngineOption,
+    ParquetOption,
+    SparkConfOption,
+    SparkMasterOption,
+    check_engine,
+    errors_to_exit,
+    models_on,
+    open_for_reading,
+    stores,
+)
 
 
 @app.command()
@@ -38,24 +49,32 @@ def dashboard(
     db_alias: DbAliasOption = None,
     private: Annotated[bool, typer.Option("--private", help="Write the file readable by you only (0600); "
                                           "by default it is an ordinary file (0644 under umask 022).")] = False,
+    engine: EngineOption = Engine.duckdb,
+    parquet: ParquetOption = None,
+    spark_master: SparkMasterOption = "local[*]",
+    spark_conf: SparkConfOption = None,
 ) -> None:
     """Write the cutover dashboard: one self-contained HTML file that works offline (no request leaves the page).
 
     Loop rate over time per arm with the cutover moments, per-tool before vs after with the test, readiness,
-    error codes, follow-ups after errors and savings. Syncs the warehouse first unless --no-sync.
+    error codes, follow-ups after errors and savings. Syncs the warehouse first unless --no-sync; with --parquet
+    it reads a Parquet export instead, on DuckDB or (--engine spark) on Spark, which sends back only aggregates.
 
     Example: shadow dashboard --out cutover.html --since 2025-03-01 --serve --port 8050
+    Example: shadow dashboard --engine spark --parquet s3a://lake/shadow --spark-master yarn
     """
     need_extra("dashboard")
     start = time_option(since, "--since")
+    check_engine(engine, parquet)
     where = stores(db_url, db_alias, warehouse)
-    open_for_reading(where, no_sync=no_sync)
+    if parquet is None:
+        open_for_reading(where, no_sync=no_sync)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
     from shadow.dashboard import _page as dash
 
     def build() -> str:
-        with Warehouse.open(where.warehouse, read_only=True) as wh:
-            return dash.build_dashboard(wh, tool=tool, since=start, subtitle=subtitle)
+        with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
+            return dash.build_dashboard(models, tool=tool, since=start, subtitle=subtitle)
 
     try:
         page = build()
@@ -77,7 +96,7 @@ def dashboard(
         return
 
     def rebuild() -> str:
-        if not no_sync:
+        if not no_sync and parquet is None:
             with Warehouse.open(where.warehouse) as wh:
                 wh.sync(where.url)
         return build()

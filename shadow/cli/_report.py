@@ -42,10 +42,30 @@ app.add_typer(report_app)
 
 
 class Engine(StrEnum):
-    """Where ``shadow report loop-rate`` runs the SQL models."""
+    """Where ``shadow report loop-rate`` and ``shadow dashboard`` run the SQL models."""
 
     duckdb = "duckdb"
     spark = "spark"
+
+
+# The engine options ``shadow report loop-rate`` and ``shadow dashboard`` share.
+EngineOption = Annotated[Engine, typer.Option(
+    "--engine", help="Run the models on duckdb (the warehouse, or --parquet) or spark (needs --parquet).")]
+ParquetOption = Annotated[str | None, typer.Option(
+    "--parquet", help="A `shadow export parquet` directory (or a URI Spark reads, e.g. s3a://...) to read "
+    "instead of the warehouse; no sync.", show_default=False)]
+SparkMasterOption = Annotated[str, typer.Option("--spark-master", help="Spark master URL.")]
+SparkConfOption = Annotated[list[str] | None, typer.Option(
+    "--spark-conf", help="A Spark setting KEY=VALUE (repeatable).", show_default=False)]
+
+
+def check_engine(engine: Engine, parquet: str | None) -> None:
+    """``--engine spark`` without ``--parquet`` is a usage error; the engine's extra must be installed."""
+    if engine is Engine.spark and parquet is None:
+        fail("--engine spark reads a Parquet export: add --parquet DIR (write one with `shadow export parquet "
+             "DIR`)", ExitCode.USAGE)
+    if engine is Engine.spark:
+        need_extra("spark")
 
 
 class ByDimension(StrEnum):
@@ -191,8 +211,9 @@ def export_parquet(
 
 
 @contextmanager
-def _models(engine: Engine, parquet: str | None, warehouse: Path, master: str, conf: list[str]) -> Iterator[Any]:
-    """The engine the report's models run on: the warehouse file, DuckDB over Parquet, or Spark over Parquet."""
+def models_on(engine: Engine, parquet: str | None, warehouse: Path, master: str,
+              conf: list[str]) -> Iterator[Any]:
+    """Where the report's and the dashboard's models run: the warehouse, DuckDB or Spark over a Parquet export."""
     from shadow.analytics._warehouse import Warehouse
 
     if engine is Engine.spark:
@@ -237,15 +258,10 @@ def loop_rate(
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
     db_alias: DbAliasOption = None,
-    engine: Annotated[Engine, typer.Option(
-        "--engine", help="Run the models on duckdb (the warehouse, or --parquet) or spark (needs --parquet).")]
-    = Engine.duckdb,
-    parquet: Annotated[str | None, typer.Option(
-        "--parquet", help="A `shadow export parquet` directory (or a URI Spark reads, e.g. s3a://...) to report "
-        "on instead of the warehouse; no sync.", show_default=False)] = None,
-    spark_master: Annotated[str, typer.Option("--spark-master", help="Spark master URL.")] = "local[*]",
-    spark_conf: Annotated[list[str] | None, typer.Option(
-        "--spark-conf", help="A Spark setting KEY=VALUE (repeatable).", show_default=False)] = None,
+    engine: EngineOption = Engine.duckdb,
+    parquet: ParquetOption = None,
+    spark_master: SparkMasterOption = "local[*]",
+    spark_conf: SparkConfOption = None,
 ) -> None:
     """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings; and per tool a
     recommendation (raise, hold, fix_rules, rollback, done), the power and evidence.
@@ -256,13 +272,11 @@ def loop_rate(
     start, end = time_option(since, "--since"), time_option(until, "--until", until=True)
     if start and end and start >= end:
         fail(f"--since {since} is not before --until {until}; swap them or widen the range", ExitCode.USAGE)
-    if engine is Engine.spark and parquet is None:
-        fail("--engine spark reads a Parquet export: add --parquet DIR (write one with `shadow export parquet "
-             "DIR`)", ExitCode.USAGE)
+    check_engine(engine, parquet)
     where = stores(db_url, db_alias, warehouse)
     if parquet is None:
         open_for_reading(where, no_sync=no_sync)
-    need_extra("spark" if engine is Engine.spark else "analytics")
+    need_extra("analytics")
     from shadow.analytics import _render as report_render
     from shadow.analytics._recommend import Policy
     from shadow.analytics._report import loop_rate_report
@@ -271,7 +285,7 @@ def loop_rate(
     try:
         policy = Policy(max_unmapped_share=max_unmapped_share, relative_reduction=detect, power=power,
                         max_increase=max_increase)
-        with _models(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
+        with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
             result = loop_rate_report(models, tool=tool, since=start, until=end, seed=seed, policy=policy,
                                       bytes_per_token=bytes_per_token)
     except (WarehouseError, ValueError) as exc:

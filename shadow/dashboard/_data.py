@@ -5,14 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from shadow.analytics import _sql as sql
 from shadow.analytics import _stats as stats
 from shadow.analytics._defaults import DEFAULT_SEED
 from shadow.analytics._ready import Thresholds, count_checks
 from shadow.analytics._report import FlagChange, LoopRateReport, ToolReport, loop_rate_report
-from shadow.analytics._warehouse import Warehouse, WarehouseError
+from shadow.analytics._source import WarehouseError
+from shadow.analytics._sql import ModelEngine
 
 #: The most tools the per-tool charts draw (the busiest ones); the page says when more exist.
 MAX_TOOLS: Final = 20
@@ -133,12 +133,6 @@ class SessionEvent:
     new_payload: str | None
 
 
-def _records(con: Any, name: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
-    cur = sql.run(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
-
-
 def choose_unit(first: dt.datetime | None, last: dt.datetime | None) -> Unit:
     """The bucket width for a data range: hours up to 3 days, days up to 120, weeks up to two years, else months."""
     if first is None or last is None:
@@ -153,11 +147,11 @@ def choose_unit(first: dt.datetime | None, last: dt.datetime | None) -> Unit:
     return "month"
 
 
-def loop_series(warehouse: Warehouse, unit: Unit, *, tool: str | None = None, since: dt.datetime | None = None,
+def loop_series(models: ModelEngine, unit: Unit, *, tool: str | None = None, since: dt.datetime | None = None,
                 until: dt.datetime | None = None, max_buckets: int = MAX_BUCKETS,
                 max_variants: int = MAX_VARIANTS) -> LoopSeries:
     """Errors and loops per ``unit`` and arm, the latest ``max_buckets`` buckets, with Wilson 95% intervals."""
-    rows = _records(warehouse.con, "dashboard_loop_rate_over_time",
+    rows = models.records("dashboard_loop_rate_over_time",
                     {"unit": unit, "tool": tool, "since": since, "until": until})
     variants = _top_variants({str(r["variant"]): int(r["errors"]) for r in rows}, max_variants)
     starts = sorted({r["bucket"] for r in rows})
@@ -180,13 +174,13 @@ def _top_variants(errors: Mapping[str, int], limit: int) -> set[str]:
     return set((known + others)[:limit])
 
 
-def code_counts(warehouse: Warehouse, tools: Sequence[str], *, tool: str | None = None,
+def code_counts(models: ModelEngine, tools: Sequence[str], *, tool: str | None = None,
                 since: dt.datetime | None = None, until: dt.datetime | None = None,
                 max_codes: int = MAX_CODES) -> tuple[CodeCount, ...]:
     """Errors per tool and code for ``tools``; codes beyond the ``max_codes`` most frequent are summed per tool
     under the code ``OTHER_CODES``."""
     wanted = set(tools)
-    rows = [r for r in _records(warehouse.con, "dashboard_code_mix", {"tool": tool, "since": since, "until": until})
+    rows = [r for r in models.records("dashboard_code_mix", {"tool": tool, "since": since, "until": until})
             if r["tool"] in wanted]
     totals: dict[str, int] = {}
     for r in rows:
@@ -212,7 +206,7 @@ def tool_readiness(tool: ToolReport, thresholds: Thresholds) -> ToolReadiness:
 
 
 def collect(
-    warehouse: Warehouse,
+    models: ModelEngine,
     *,
     tool: str | None = None,
     since: dt.datetime | None = None,
@@ -223,14 +217,17 @@ def collect(
     max_tools: int = MAX_TOOLS,
     max_buckets: int = MAX_BUCKETS,
 ) -> DashboardData:
-    """Run the loop-rate report and the dashboard's own queries on a synced warehouse; cap what is drawn.
+    """Run the loop-rate report and the dashboard's own queries; cap what is drawn.
+
+    ``models`` is where the SQL models run: a synced ``Warehouse`` (DuckDB, or DuckDB over a Parquet export) or
+    ``SparkModels`` (Spark over a Parquet export); only small aggregates come back from either.
 
     Raises what ``loop_rate_report`` raises: ``WarehouseError`` when the warehouse is empty, ``UnknownToolError``
     for a ``tool`` with no calls, ``ValueError`` for ``since`` not before ``until``.
     """
-    if not warehouse.is_synced():
+    if not models.is_synced():
         raise WarehouseError("the warehouse is empty; run `shadow sync` first (or drop --no-sync)")
-    report = loop_rate_report(warehouse, tool=tool, since=since, until=until, seed=seed)
+    report = loop_rate_report(models, tool=tool, since=since, until=until, seed=seed)
     limits = thresholds or Thresholds()
     f = report.filters
     notices: list[str] = []
@@ -240,14 +237,14 @@ def collect(
         notices.append(f"The per-tool charts show the {len(shown)} busiest of {len(ranked)} tools; "
                        "use --tool to look at any other.")
     unit = choose_unit(report.data_range.first_call, report.data_range.last_call)
-    series = loop_series(warehouse, unit, tool=f.tool, since=f.since, until=f.until, max_buckets=max_buckets)
+    series = loop_series(models, unit, tool=f.tool, since=f.since, until=f.until, max_buckets=max_buckets)
     if series.dropped:
         notices.append(f"The loop-rate chart shows the latest {max_buckets} {unit}s; {series.dropped} older "
                        f"{unit}s are left out (use --since to choose the window).")
     if series.variants_dropped:
         notices.append(f"The loop-rate chart leaves out {series.variants_dropped} arms (variants other than "
                        "legacy and structured with the fewest errors).")
-    codes = code_counts(warehouse, [t.tool for t in shown], tool=f.tool, since=f.since, until=f.until)
+    codes = code_counts(models, [t.tool for t in shown], tool=f.tool, since=f.since, until=f.until)
     if any(c.code == OTHER_CODES for c in codes):
         notices.append(f"The code mix shows the {MAX_CODES} most frequent codes; the rest are summed as "
                        f"'{OTHER_CODES}'.")
@@ -263,21 +260,21 @@ def collect(
     )
 
 
-def looped_sessions(warehouse: Warehouse, *, tool: str | None = None, since: dt.datetime | None = None,
+def looped_sessions(models: ModelEngine, *, tool: str | None = None, since: dt.datetime | None = None,
                     until: dt.datetime | None = None, limit: int = 10) -> tuple[LoopedSession, ...]:
     """The sessions with the most errors followed by an identical repeat, most loops first."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    rows = _records(warehouse.con, "dashboard_looped_sessions",
+    rows = models.records("dashboard_looped_sessions",
                     {"tool": tool, "since": since, "until": until, "limit": limit})
     return tuple(LoopedSession(**r) for r in rows)
 
 
-def session_events(warehouse: Warehouse, session_id: str, *, limit: int = 500) -> tuple[SessionEvent, ...]:
+def session_events(models: ModelEngine, session_id: str, *, limit: int = 500) -> tuple[SessionEvent, ...]:
     """The calls and marks of one session in order (the first ``limit``); ``LookupError`` when it has none."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    rows = _records(warehouse.con, "dashboard_session_events", {"session_id": session_id, "limit": limit})
+    rows = models.records("dashboard_session_events", {"session_id": session_id, "limit": limit})
     if not rows:
         raise LookupError(f"the warehouse has no calls or marks of session {session_id!r}; pick one from "
                           "looped_sessions(warehouse), or run `shadow sync` if it is new")

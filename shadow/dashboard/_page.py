@@ -16,7 +16,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from shadow.analytics._report_types import FollowUpShifts
-from shadow.analytics._warehouse import Warehouse
+from shadow.analytics._sql import ModelEngine
 from shadow.dashboard import _charts as charts
 from shadow.dashboard import _sections as sections
 from shadow.dashboard._data import DashboardData, collect
@@ -162,16 +162,16 @@ def render(data: DashboardData) -> str:
     ])
 
 
-def build_dashboard(warehouse: Warehouse, *, tool: str | None = None, since: dt.datetime | None = None,
+def build_dashboard(models: ModelEngine, *, tool: str | None = None, since: dt.datetime | None = None,
                     subtitle: str | None = None) -> str:
-    """The dashboard's HTML from a synced warehouse (``tool`` and ``since`` as for the loop-rate report)."""
-    return render(collect(warehouse, tool=tool, since=since, subtitle=subtitle))
+    """The dashboard's HTML from a synced warehouse or ``SparkModels`` (``tool`` and ``since`` as for the report)."""
+    return render(collect(models, tool=tool, since=since, subtitle=subtitle))
 
 
-def write_dashboard(warehouse: Warehouse, out: Path, *, tool: str | None = None, since: dt.datetime | None = None,
+def write_dashboard(models: ModelEngine, out: Path, *, tool: str | None = None, since: dt.datetime | None = None,
                     subtitle: str | None = None, private: bool = False) -> Path:
     """Write the dashboard to ``out`` (replaced whole, never left half-written); returns the path written."""
-    page = build_dashboard(warehouse, tool=tool, since=since, subtitle=subtitle)
+    page = build_dashboard(models, tool=tool, since=since, subtitle=subtitle)
     return write_page(page, out, private=private)
 
 

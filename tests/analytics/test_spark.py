@@ -112,6 +112,45 @@ def test_report_loop_rate_on_spark_prints_the_duckdb_json(spark: Any, demo_expor
     assert _without_time(json.loads(on_spark.stdout)) == _without_time(json.loads(duck.stdout))
 
 
+def test_the_dashboard_from_spark_has_the_same_data_as_from_duckdb(spark: Any, demo_export: Path) -> None:
+    import dataclasses
+
+    from shadow.dashboard._data import collect, looped_sessions, session_events
+    from shadow.dashboard._page import render
+
+    with Warehouse.from_parquet(demo_export) as duck:
+        since = duck.con.execute("SELECT date_trunc('day', min(ts)) + INTERVAL 1 DAY FROM calls").fetchall()[0][0]
+        cases: list[dict[str, Any]] = [{}, {"since": since}]
+        expected = [collect(duck, **kw) for kw in cases]
+        sessions = looped_sessions(duck, limit=5)
+        events = session_events(duck, sessions[0].session_id)
+    with _spark.SparkModels(spark, demo_export) as models:
+        got = [collect(models, **kw) for kw in cases]
+        assert looped_sessions(models, limit=5) == sessions
+        assert session_events(models, sessions[0].session_id) == events
+    for kw, want, have in zip(cases, expected, got, strict=True):
+        same_time = dataclasses.replace(have, generated_at=want.generated_at,
+                                        report=dataclasses.replace(have.report, generated_at=want.report.generated_at))
+        assert same_time == want, kw
+        assert render(same_time) == render(want), kw
+    assert expected[0].series.buckets and expected[0].code_mix and expected[0].tools  # every chart has data
+    assert expected[1].report.data_range.calls < expected[0].report.data_range.calls
+
+
+def test_shadow_dashboard_on_spark_writes_the_duckdb_page(spark: Any, demo_export: Path, tmp_path: Path) -> None:
+    import re
+
+    pages = []
+    for name, extra in (("duckdb", []), ("spark", ["--engine", "spark", "--spark-master", "local[2]",
+                                                   "--spark-conf", "spark.sql.shuffle.partitions=1"])):
+        out = tmp_path / f"{name}.html"
+        result = CliRunner().invoke(app, ["dashboard", "--parquet", str(demo_export), "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        pages.append(re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated (time)", out.read_text()))
+    assert "generated (time)" in pages[0]
+    assert pages[1] == pages[0]
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
 @given(sessions=sessions_spec)
@@ -138,6 +177,9 @@ def test_the_spark_engine_without_parquet_or_with_bad_conf_is_a_usage_error(tmp_
                                       "--spark-conf", "no-equals-sign"])
     assert result.exit_code == 2
     assert "KEY=VALUE" in result.output
+    result = CliRunner().invoke(app, ["dashboard", "--engine", "spark", "--out", str(tmp_path / "d.html")])
+    assert result.exit_code == 2
+    assert "--parquet" in result.output
 
 
 def test_without_java_the_spark_engine_says_what_is_missing(tmp_path: Path) -> None:
@@ -151,3 +193,9 @@ def test_without_java_the_spark_engine_says_what_is_missing(tmp_path: Path) -> N
                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2, out.stderr
     assert "Java 17" in out.stderr
+    dashboard = subprocess.run([sys.executable, "-m", "shadow", "dashboard", "--engine", "spark", "--parquet",
+                                str(tmp_path), "--out", str(tmp_path / "d.html")], env=env, capture_output=True,
+                               text=True, timeout=120, check=False)
+    assert dashboard.returncode == 2, dashboard.stderr
+    assert "Java 17" in dashboard.stderr
+    assert not (tmp_path / "d.html").exists()
