@@ -43,6 +43,9 @@ _DEFAULT_RULES: Final = Rules.default()
 _PID_CACHE: list[tuple[int, str]] = []
 _MAX_EXC_TEXT: Final = 500
 _PLAIN_TYPES: Final = frozenset({str, int, float, bool, type(None), dict, list, tuple})  # never framework-injected
+#: What a call goes through on its way to the writer, or None (the default: nothing, one global read per call).
+#: ``shadow.calllog.annotate_spans()`` (called by ``OtlpStore``) sets it to put the record on the caller's span.
+CALL_HOOK: Callable[[PendingCall], Any] | None = None
 
 
 def _pid() -> str:
@@ -279,7 +282,7 @@ class _Runner:
 
                 get_writer().submit(ProvisionalCall(call, started.provisional))
             else:
-                get_writer().submit(call)
+                get_writer().submit(call if CALL_HOOK is None else CALL_HOOK(call))
         except Exception as failure:
             _internal_failure(self.spec.name, failure, "adapter.submit")
         if outcome is None:

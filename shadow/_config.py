@@ -9,7 +9,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
+
+if TYPE_CHECKING:
+    from shadow.typing import Store
 
 DEFAULT_DB_URL: Final = "sqlite:///shadow.db"
 
@@ -41,6 +44,9 @@ class Settings:
     #: Called as ``on_internal_error(operation, error)`` whenever shadow's own machinery fails and swallows the
     #: failure (the adapter, the writer thread); like scientist's ``raised``. Its own failures are logged.
     on_internal_error: Callable[[str, BaseException], object] | None = None
+    #: Where the writer sends records instead of ``db_url``'s database: any ``shadow.typing.Store`` (an
+    #: ``OtlpStore``, your own). Flags still come from ``db_url`` (or ``SHADOW_FLAGS``).
+    store: Store | None = None
 
     def warehouse_path(self) -> Path:
         """The DuckDB warehouse file."""
@@ -183,8 +189,32 @@ def settings() -> Settings:
         return _current
 
 
-def configure(**changes: Any) -> Settings:
-    """Change settings for this process, for example ``configure(db_url="postgresql+psycopg://...")``."""
+class Changes(TypedDict, total=False):
+    """What ``configure`` takes: any ``Settings`` field by name, with its type."""
+
+    db_url: str
+    warehouse: str | None
+    spool_path: str | None
+    flag_ttl: float
+    max_args_bytes: int
+    max_payload_bytes: int
+    queue_size: int
+    batch_size: int
+    flush_interval: float
+    spool_max_bytes: int
+    store_timeout: float
+    strict: bool
+    on_internal_error: Callable[[str, BaseException], object] | None
+    store: Store | None
+
+
+def configure(**changes: Unpack[Changes]) -> Settings:
+    """Change settings for this process, for example ``configure(db_url="postgresql+psycopg://...")``.
+
+    ``configure(store=OtlpStore.from_url("otlp+http://collector:4318"))`` (or any ``Store``) sends the records
+    there; ``configure(store=None)`` goes back to ``db_url``. The writer is rebuilt on the next call and the old one
+    finishes its queue in the background.
+    """
     global _current
     unknown = set(changes) - {f.name for f in dataclasses.fields(Settings)}
     if unknown:
@@ -198,6 +228,10 @@ def configure(**changes: Any) -> Settings:
     hook = changes.get("on_internal_error")
     if hook is not None and not callable(hook):
         raise TypeError(f"on_internal_error must be a function (operation, error), not {type(hook).__name__}")
+    store = changes.get("store")
+    if store is not None and not callable(getattr(store, "write", None)):
+        raise TypeError(f"store must be a shadow.typing.Store (an object with .write(records)), not "
+                        f"{type(store).__name__}; for example shadow.calllog.OtlpStore.from_url(...)")
     base = settings()
     with _lock:
         _current = dataclasses.replace(base, **changes)

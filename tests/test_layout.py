@@ -107,11 +107,12 @@ def test_every_moved_path_resolves_and_the_attribute_form_works_too() -> None:
         assert shadow.store.SqlStore is importlib.import_module("shadow.calllog").SqlStore  # type: ignore[attr-defined]
 
 
-def test_import_shadow_loads_no_analytics_dashboard_or_postgres_driver() -> None:
+def test_import_shadow_loads_no_analytics_dashboard_postgres_driver_spark_or_opentelemetry() -> None:
     result = _run("""
         import sys
         import shadow, shadow.flags, shadow.calllog, shadow.contract, shadow.normalize, shadow.testing, shadow.cli
-        print(sorted(m for m in ("duckdb", "numpy", "plotly", "psycopg", "pyarrow") if m in sys.modules))
+        print(sorted(m for m in ("duckdb", "numpy", "opentelemetry", "plotly", "psycopg", "pyarrow", "pyspark")
+                     if m in sys.modules))
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

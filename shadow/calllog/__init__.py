@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shadow.calllog._migrate import current, head, upgrade
-from shadow.calllog._otel import OtlpStore, annotate_current_span, store_for_url
+from shadow.calllog._otel import OtlpStore, annotate_current_span, annotate_spans, store_for_url
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._spool import Spool
 from shadow.calllog._store import SqlStore, StoreUnavailable
@@ -26,6 +26,7 @@ __all__ = [
     "Writer",
     "WriterStats",
     "annotate_current_span",
+    "annotate_spans",
     "current",
     "flush",
     "get_writer",

@@ -12,17 +12,22 @@ Arguments (``gen_ai.tool.call.arguments``) and payloads (``gen_ai.tool.call.resu
 exactly as the database stores them. A mark (user turn, end) becomes an event on the span of the call before it
 in the same batch, else a zero-length ``shadow.mark`` span of its own.
 
-When the application already traces the tool call, ``annotate_current_span(record)`` puts the same attributes on
-its active span instead (the adapter calls it when a record is built; it does nothing unless OpenTelemetry is
-imported and a span is recording).
+When the application already traces the tool call (a recording span is current where the tool is called), the
+same attributes go on that span instead of a new one: ``OtlpStore`` turns on ``annotate_spans()``, the adapter
+then hands each call to ``annotate_pending``, and the store exports no span of its own for an ``AnnotatedCall``.
+Off (the default, and with any other store unless ``annotate_spans()`` is called), the adapter reads one global.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import sys
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -93,12 +98,21 @@ def annotate_current_span(record: CallRecord, *, arguments: bool = False, payloa
     return True
 
 
-def annotate_pending(item: Deferred) -> Record | Deferred:
-    """The adapter's hook: ``get_writer().submit(annotate_pending(item))``.
+@dataclass(frozen=True, slots=True)
+class AnnotatedCall(CallRecord):
+    """A call record whose attributes went on the application's span: stored as any record, but ``OtlpStore``
+    exports no span of its own for it."""
+
+
+_CALL_FIELDS: Final = tuple(f.name for f in dataclasses.fields(CallRecord))
+
+
+def annotate_pending(item: Deferred, *, arguments: bool = False, payloads: bool = False) -> Record | Deferred:
+    """The adapter's hook (set by ``annotate_spans``): ``get_writer().submit(annotate_pending(item))``.
 
     Without a recording application span (the common case: one dictionary lookup) ``item`` goes on unchanged and
     the writer thread builds the record. With one, the record is built here, on the call's thread, its attributes
-    go on the application's span, and the built record is what the writer stores: the span's
+    go on the application's span, and the built record (an ``AnnotatedCall``) is what the writer stores: the span's
     ``gen_ai.tool.call.id`` is the stored record's id. A failure here never reaches the tool call.
     """
     trace = sys.modules.get("opentelemetry.trace")
@@ -108,12 +122,30 @@ def annotate_pending(item: Deferred) -> Record | Deferred:
         if not trace.get_current_span().is_recording():
             return item
         record = item.build()
-        if isinstance(record, CallRecord):
-            annotate_current_span(record)
+        if isinstance(record, CallRecord) and annotate_current_span(record, arguments=arguments, payloads=payloads):
+            return AnnotatedCall(*(getattr(record, name) for name in _CALL_FIELDS))
         return record
     except Exception as exc:  # shadow's machinery never breaks the call; the writer builds the record as usual
         log.warning("otel_annotate_failed", error_type=type(exc).__name__)
         return item
+
+
+def annotate_spans(enabled: bool = True, *, arguments: bool = False, payloads: bool = False) -> None:
+    """Put each shadowed call's attributes on the application's span when one is recording where the tool is
+    called (``OtlpStore`` turns this on; call it yourself to annotate application spans with another store).
+
+    Off, the adapter reads one global per call; on, a call made outside any span costs one dictionary lookup
+    more, and a call inside a recording span builds its record on the caller's thread. ``arguments`` and
+    ``payloads`` opt in to those attributes, as for ``OtlpStore``. Never imports OpenTelemetry.
+    """
+    from shadow import _adapter
+
+    _adapter.CALL_HOOK = (functools.partial(annotate_pending, arguments=arguments, payloads=payloads)
+                          if enabled else None)
+
+
+_open_lock = threading.Lock()
+_open_stores: list[OtlpStore] = []  # the OTLP stores not closed yet; the latest one's options annotate spans
 
 
 def _ns(record: CallRecord | MarkRecord) -> int:
@@ -142,6 +174,9 @@ class OtlpStore:
         self._provider.add_span_processor(BatchSpanProcessor(
             exporter, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis))
         self._tracer = self._provider.get_tracer("shadow")
+        with _open_lock:  # an application span takes the record instead, while an OTLP store is open
+            _open_stores.append(self)
+            annotate_spans(arguments=arguments, payloads=payloads)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> OtlpStore:
@@ -174,12 +209,18 @@ class OtlpStore:
         return trace.set_span_in_context(trace.NonRecordingSpan(ctx))
 
     def write(self, records: Sequence[Record]) -> None:
-        """One span per call; a mark becomes an event on the span of its session's previous call in ``records``."""
+        """One span per call (none for an ``AnnotatedCall``); a mark becomes an event on the span of its session's
+    previous call in ``records``."""
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         open_spans: dict[str, tuple[Any, int]] = {}  # session -> (span, end time), ended after the batch
         try:
             for record in records:
+                if isinstance(record, AnnotatedCall):  # on the application's span already: no span of its own
+                    previous = open_spans.pop(record.session_id, None)
+                    if previous is not None:  # a mark after this call is not an event of the call before it
+                        previous[0].end(end_time=previous[1])
+                    continue
                 if isinstance(record, CallRecord):
                     start = _ns(record)
                     span = self._tracer.start_span(
@@ -213,7 +254,15 @@ class OtlpStore:
         return bool(self._provider.force_flush(int(timeout * 1000)))
 
     def close(self) -> None:
-        """Flush and shut the exporter down."""
+        """Flush and shut the exporter down; with the last open OTLP store, stop annotating application spans."""
+        with _open_lock:
+            if self in _open_stores:
+                _open_stores.remove(self)
+                if _open_stores:
+                    last = _open_stores[-1]
+                    annotate_spans(arguments=last.arguments, payloads=last.payloads)
+                else:
+                    annotate_spans(False)
         self._provider.shutdown()
 
 

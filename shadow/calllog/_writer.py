@@ -33,13 +33,16 @@ _atexit_registered = False
 def _build() -> Writer:
     s = settings()
     store: Store
-    if is_otlp_url(s.db_url):  # SHADOW_DB_URL=otlp+http://collector:4318: records out as OpenTelemetry spans
+    if s.store is not None:  # shadow.configure(store=...)
+        store = s.store
+    elif is_otlp_url(s.db_url):  # SHADOW_DB_URL=otlp+http://collector:4318: records out as OpenTelemetry spans
         from shadow.calllog._otel import OtlpStore
 
         store = OtlpStore.from_url(s.db_url)
     else:
         store = SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))  # a short wait, then the spool
-    spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=store.display_url)
+    tag = getattr(store, "display_url", None) or type(store).__qualname__
+    spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=str(tag))
     return Writer(
         store,
         queue_size=s.queue_size,

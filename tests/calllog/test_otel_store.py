@@ -272,3 +272,107 @@ def test_shadow_db_url_naming_a_collector_sends_a_fresh_process_calls_as_spans(r
     names = {a["key"]: a["value"] for s in spans for a in s["attributes"]}
     assert names["gen_ai.tool.name"] == {"stringValue": "lookup"}
     assert not (tmp_path / "shadow.db").exists()  # nothing went to a database
+
+
+_APP_SPANS = """
+import json, sys, shadow
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from shadow.calllog import OtlpStore
+from shadow.testing import InMemoryFlags
+
+app_spans = InMemorySpanExporter()  # the application's own tracing
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(app_spans))
+trace.set_tracer_provider(provider)
+tracer = trace.get_tracer("app")
+store = OtlpStore.from_url(sys.argv[1], schedule_delay_millis=50)
+shadow.configure(store=store)
+
+@shadow.tool(name="lookup", flags=InMemoryFlags({"lookup": "shadow"}))
+def lookup(key: str) -> dict:
+    if key == "missing":
+        raise KeyError(key)
+    return {"key": key}
+
+with tracer.start_as_current_span("execute_tool lookup"):
+    lookup("a")
+with tracer.start_as_current_span("execute_tool lookup"):
+    try:
+        lookup("missing")
+    except KeyError:
+        pass
+lookup("outside")  # no application span: shadow's own execute_tool span
+shadow.flush(10)
+store.flush(10)
+print(json.dumps([{"name": s.name, "attributes": dict(s.attributes), "status": s.status.status_code.name}
+                  for s in app_spans.get_finished_spans()]))
+"""
+
+
+def test_an_application_span_around_the_call_takes_the_attributes_and_no_span_of_its_own_is_exported(
+        receiver: Receiver, tmp_path: Path) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")},
+           "SHADOW_SPOOL": str(tmp_path / "spool"), "SHADOW_FINGERPRINT_KEY": "test-key",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", _APP_SPANS, receiver.url], env=env, capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    app_spans = json.loads(done.stdout)
+    assert [s["name"] for s in app_spans] == ["execute_tool lookup"] * 2
+    ok, error = (s["attributes"] for s in app_spans)
+    for attrs in (ok, error):
+        assert attrs["gen_ai.operation.name"] == "execute_tool"
+        assert attrs["gen_ai.tool.name"] == "lookup"
+        assert (attrs["shadow.mode"], attrs["shadow.variant"]) == ("shadow", "legacy")
+        assert "shadow.fingerprint" in attrs and "gen_ai.conversation.id" in attrs
+    assert ok["shadow.outcome"] == "ok" and "error.type" not in ok
+    assert error["error.type"] == error["shadow.code"] and error["shadow.outcome"] == "error"
+    assert [s["status"] for s in app_spans] == ["UNSET", "ERROR"]
+
+    deadline = time.monotonic() + 10
+    while not receiver.spans() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # anything else the store would have sent
+    exported = receiver.spans()
+    assert [s["name"] for s in exported] == ["execute_tool lookup"]  # only the call made outside any span
+    (attrs,) = ({a["key"]: a["value"] for a in s["attributes"]} for s in exported)
+    assert attrs["shadow.seq"] == {"intValue": "3"}
+    assert attrs["gen_ai.tool.call.id"]["stringValue"] not in {ok["gen_ai.tool.call.id"], error["gen_ai.tool.call.id"]}
+
+
+def test_annotated_calls_are_stored_by_other_stores_and_the_last_closed_otlp_store_turns_annotation_off() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    import shadow
+    from shadow import _adapter
+    from shadow.calllog._otel import AnnotatedCall, annotate_spans
+    from shadow.testing import InMemoryFlags, recording
+
+    first = OtlpStore.from_url("otlp+http://127.0.0.1:9/v1/traces")
+    second = OtlpStore.from_url("otlp+http://127.0.0.1:9/v1/traces")
+    assert _adapter.CALL_HOOK is not None
+    first.close()
+    assert _adapter.CALL_HOOK is not None  # the second store is still open
+    second.close()
+    assert _adapter.CALL_HOOK is None
+
+    @shadow.tool(name="search", flags=InMemoryFlags({"search": "shadow"}))
+    def search(q: str) -> list[str]:
+        return [q]
+
+    tracer = TracerProvider().get_tracer("app")
+    annotate_spans()
+    try:
+        with recording() as store:
+            with tracer.start_as_current_span("execute_tool search") as span:
+                search("inside")
+            search("outside")
+    finally:
+        annotate_spans(False)
+    inside, outside = sorted(store.records.values(), key=lambda r: r.seq)  # type: ignore[attr-defined]
+    assert isinstance(inside, AnnotatedCall) and not isinstance(outside, AnnotatedCall)
+    assert span.attributes is not None and span.attributes["gen_ai.tool.call.id"] == inside.id
+    assert isinstance(inside, CallRecord) and inside.args == {"q": "inside"}
