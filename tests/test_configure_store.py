@@ -97,3 +97,15 @@ def test_a_fresh_process_configuring_its_own_store_keeps_every_record_out_of_the
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == {"results": ["A", "B", "C"], "stored": [1, 2, 3]}
     assert not (tmp_path / "shadow.db").exists()
+
+
+def test_the_demo_writes_its_simulated_calls_to_its_own_database_not_a_configured_store(tmp_path: Path,
+                                                                                       no_writer: None) -> None:
+    from shadow.demo._run import run_demo
+
+    mine = InMemoryStore()
+    shadow.configure(store=mine)
+    result = run_demo(tmp_path / "demo", sessions=5, seed=1, dashboard=False)
+    assert result.report.data_range.calls > 0
+    assert mine.records == {}
+    assert config.settings().store is mine  # restored afterwards

@@ -62,7 +62,8 @@ def run_demo(
     url = f"sqlite:///{directory / DB_FILE}"
     warehouse_path = directory / WAREHOUSE_FILE
     previous = config.settings()
-    config.configure(db_url=url, warehouse=str(warehouse_path), spool_path=str(directory / "shadow.demo.spool"))
+    config.configure(db_url=url, warehouse=str(warehouse_path), spool_path=str(directory / "shadow.demo.spool"),
+                     store=None)  # the simulated calls go to the demo's own database, never a configured store
     try:
         migrate.ensure(url)
         fleet = run_fleet(url, sessions=sessions, seed=seed, progress=progress)
@@ -85,6 +86,6 @@ def run_demo(
             warehouse.close()
     finally:
         get_writer().flush(30)
-        config.configure(**{f: getattr(previous, f) for f in ("db_url", "warehouse", "spool_path")})
+        config.configure(**{f: getattr(previous, f) for f in ("db_url", "warehouse", "spool_path", "store")})
         db.dispose_all()
     return DemoResult(directory, url, warehouse_path, out, fleet, synced, report)
