@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -36,13 +37,21 @@ def _ci(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{low:.1%}-{high:.1%}"
 
 
+#: A cell that reads as a number: a count, a rate, a signed change, an interval (``1.0%-2.0%``, ``-1 to +2``), "-".
+_NUMBER: Final = re.compile(r"[-+]?[\d,.]+%?(?:(?:-| to )[-+]?[\d,.]+%?)?|-")
+
+
 def _table(header: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=True)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    out = [indent + line.rstrip(), indent + "  ".join("-" * w for w in widths)]
-    out += [indent + "  ".join(str(c).rjust(w) if i >= 2 else str(c).ljust(w) for i, (c, w) in
-                               enumerate(zip(row, widths, strict=True))).rstrip() for row in body]
-    return out
+    """A text table: columns whose every cell is a number right-aligned (their header too), the others left."""
+    columns = list(zip(header, *body, strict=True))
+    widths = [max(len(str(x)) for x in col) for col in columns]
+    right = [bool(body) and all(_NUMBER.fullmatch(str(x)) for x in col[1:]) for col in columns]
+
+    def line(cells: Sequence[str]) -> str:
+        return indent + "  ".join(str(c).rjust(w) if r else str(c).ljust(w)
+                                  for c, w, r in zip(cells, widths, right, strict=True)).rstrip()
+
+    return [line(header), indent + "  ".join("-" * w for w in widths), *(line(row) for row in body)]
 
 
 def _short(key: str, wide: bool) -> str:
