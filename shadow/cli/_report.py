@@ -141,7 +141,7 @@ def sync(
     margin: Annotated[float, typer.Option(
         "--margin", min=0, help="Seconds re-read before the last sync's newest row, for late commits.")]
     = DEFAULT_MARGIN.total_seconds(),
-    fmt: FormatOption = Format.text,
+    fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Load new call-log rows into the DuckDB warehouse (incremental; --rebuild starts over).
