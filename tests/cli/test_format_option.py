@@ -24,7 +24,7 @@ def _format_commands() -> list[tuple[list[str], Any]]:
 
 def test_every_command_names_the_format_for_a_person_table_and_defaults_to_it() -> None:
     commands = _format_commands()
-    assert len(commands) >= 14
+    assert len(commands) >= 18
     for path, cmd in commands:
         option = next(p for p in cmd.params if "--format" in p.opts)
         shown = " ".join(runner.invoke(app, [*path, "-h"], env={"COLUMNS": "200"}).output.split())
