@@ -10,6 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from shadow.calllog import head
 from shadow.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,17 @@ shadow.flush()
     assert wrote == {"directory": str(out), "calls": 3, "marks": 1, "files": files, "appended": False}
     again = _json(argv)  # into an earlier export: only what is new, nothing here; files: what the directory holds
     assert again == {"directory": str(out), "calls": 0, "marks": 0, "files": files, "appended": True}
+
+
+def test_doctor_takes_format_json_and_db_url_like_every_command_and_json_still_works(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/log.db"
+    fresh = _json(["doctor", "--db-url", url])
+    assert isinstance(fresh, list) and [c["name"] for c in fresh] == ["settings", "fingerprint key", "database"]
+    assert fresh[-1]["ok"] and "no schema yet" in fresh[-1]["detail"] and str(tmp_path) in fresh[-1]["detail"]
+    assert not (tmp_path / "log.db").exists()  # checking creates nothing
+    assert runner.invoke(app, ["db", "upgrade", "--db-url", url]).exit_code == 0
+    lines = runner.invoke(app, ["doctor", "--db-url", url, "--json"])
+    assert lines.exit_code == 0, lines.output
+    checks = [json.loads(line) for line in lines.stdout.splitlines()]  # --json: one check per line, as before
+    assert checks[-1]["ok"] and f"({head()})" in checks[-1]["detail"]
+    assert runner.invoke(app, ["doctor", "--db-url", "mysql://x@h/d"]).exit_code == 2
