@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,15 +16,20 @@ _NUMBER = re.compile(r"^[-+]?[\d,.]+%?((-| to )[-+]?[\d,.]+%?)?$|^-$")
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """What ``shadow demo`` printed, then ``shadow report loop-rate`` on its store."""
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The demo's directory, what ``shadow demo`` printed, then ``shadow report loop-rate`` on its store."""
     directory = tmp_path_factory.mktemp("report")
     made = runner.invoke(app, ["demo", "--dir", str(directory), "--sessions", "150", "--seed", "11"])
     assert made.exit_code == 0, made.output
     done = runner.invoke(app, ["report", "loop-rate", "--db-url", f"sqlite:///{directory / 'shadow.db'}",
                                "--warehouse", str(directory / "shadow.duckdb"), "--no-sync"])
     assert done.exit_code == 0, done.output
-    return made.stdout, done.stdout
+    return directory, made.stdout, done.stdout
+
+
+@pytest.fixture(scope="module")
+def outputs(demo: tuple[Path, str, str]) -> tuple[str, str]:
+    return demo[1], demo[2]
 
 
 def _tables(text: str) -> list[tuple[str, list[tuple[int, int]], list[str]]]:
@@ -69,3 +75,12 @@ def test_the_savings_line_of_the_demo_and_the_report_says_randomised_once(output
         paragraph = text[start:text.index("per 1,000 tasks:", start)]
         assert "round trips saved per 1,000 tasks" in paragraph
         assert paragraph.count("randomised") == 1, paragraph
+
+
+def test_shadow_ready_shows_the_unmapped_share_and_its_limit_in_the_same_unit(demo: tuple[Path, str, str]) -> None:
+    directory = demo[0]
+    done = runner.invoke(app, ["ready", "send_email", "--db-url", f"sqlite:///{directory / 'shadow.db'}",
+                               "--max-unmapped-share", "0.1"])
+    assert done.exit_code == 1, done.output  # the demo's send_email has errors no rule maps
+    line = next(row for row in done.stdout.splitlines() if "unmapped_share" in row)
+    assert re.search(r"FAIL unmapped_share +\d+\.\d%  \(needs <= 10\.0%\)$", line), line
