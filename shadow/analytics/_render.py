@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
-from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, LoopRateReport
+from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport
 
 CSV_COLUMNS: Final = (
     "dimension", "key", "variant", "calls", "sessions", "errors", "loops", "loop_rate", "ci_low", "ci_high",
@@ -22,6 +22,8 @@ CSV_COLUMNS: Final = (
 WIDTH: Final = 100
 #: Characters of a key (a tool name, a code) shown in the narrow table.
 _KEY_CHARS: Final = 22
+#: Said when the range has no calls: without a flag a tool is legacy, and a legacy call is not logged.
+NO_CALLS: Final = "No calls logged yet: a tool's calls are logged only while its flag is shadow or cutover"
 SIMULATED_NOTE: Final = "SIMULATED TRAFFIC: {n:,} of these calls were made by shadow's simulated agents (shadow demo)."
 
 
@@ -85,6 +87,8 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines += wrap(f"Loop rate: {d.calls:,} calls, {d.errors:,} errors, {d.sessions:,} sessions, "
                   f"{_when(d.first_call)} to {_when(d.last_call)} UTC"
                   + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)
+    if not d.calls and report.filters == Filters():  # a filter that matches nothing is not an empty log
+        lines += wrap(f"{NO_CALLS} (for example `shadow flags set TOOL shadow`, or SHADOW_FLAGS='TOOL=shadow').", width)
     unknown = sum(v.follow_ups.get("unknown", 0) for v in report.variants)
     if d.sessions_with_gaps or unknown:
         lines += wrap(f"Missing records: {d.sessions_with_gaps} sessions have gaps in their sequence; {unknown} "

@@ -84,3 +84,17 @@ def test_shadow_ready_shows_the_unmapped_share_and_its_limit_in_the_same_unit(de
     assert done.exit_code == 1, done.output  # the demo's send_email has errors no rule maps
     line = next(row for row in done.stdout.splitlines() if "unmapped_share" in row)
     assert re.search(r"FAIL unmapped_share +\d+\.\d%  \(needs <= 10\.0%\)$", line), line
+
+
+def test_the_report_of_a_log_without_calls_says_how_calls_get_logged(tmp_path: Path) -> None:
+    db = ["--db-url", f"sqlite:///{tmp_path}/log.db", "--warehouse", str(tmp_path / "wh.duckdb")]
+    assert runner.invoke(app, ["db", "upgrade", *db[:2]]).exit_code == 0
+    done = runner.invoke(app, ["report", "loop-rate", *db])
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.stdout.split())
+    assert "No calls logged yet: a tool's calls are logged only while its flag is shadow or cutover" in text
+    assert "shadow flags set TOOL shadow" in text
+    assert "nothing to compare: no errors yet" in text and "only one arm has errors" not in text
+    filtered = runner.invoke(app, ["report", "loop-rate", *db, "--until", "2001-01-01", "--no-sync"])
+    assert filtered.exit_code == 0, filtered.output
+    assert "No calls logged yet" not in filtered.stdout
