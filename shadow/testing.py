@@ -49,7 +49,7 @@ def assert_no_leak(payload: object, secrets: Iterable[str] = ()) -> None:
 
 
 class InMemoryStore:
-    """A ``shadow.store.Store`` that keeps records in memory, idempotent by id; set ``available = False`` to make
+    """A ``shadow.typing.Store`` that keeps records in memory, idempotent by id; set ``available = False`` to make
     every write raise ``StoreUnavailable`` (an outage), and ``refuse`` to ids it must reject (bad rows)."""
 
     def __init__(self) -> None:
@@ -89,7 +89,7 @@ def recording(store: Store | None = None, *, strict: bool = True) -> Iterator[St
     """Send every call record of the block to ``store`` (a new ``InMemoryStore`` by default), then flush.
 
     ``with recording() as store: my_tool(...)`` and the records are in ``store.records``; with a
-    ``shadow.store.SqlStore`` they are in that database. Strict by default: a failure in the shadow machinery
+    ``shadow.calllog.SqlStore`` they are in that database. Strict by default: a failure in the shadow machinery
     raises instead of being logged and swallowed.
     """
     from shadow.calllog._writer import Writer, set_writer

@@ -137,7 +137,7 @@ def sign(
 ) -> Public:
     """A URL-safe token carrying ``payload`` (JSON data), signed with HMAC-SHA256 by key ``kid``.
 
-    ``ttl`` (seconds) makes it expire. The token is a ``shadow.redact.Public`` string, so it survives context
+    ``ttl`` (seconds) makes it expire. The token is a ``shadow.Public`` string, so it survives context
     redaction under a key such as ``continuation_token``.
     """
     if not isinstance(payload, Mapping):

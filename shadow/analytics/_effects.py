@@ -96,7 +96,7 @@ def savings(comparison: Comparison, *, tasks: int, calls: int, errors_in_split_t
     seconds = saved * 1000 * median_latency_us / 1e6 if median_latency_us else None
     tokens = saved * 1000 * tokens_rt if tokens_rt else None
     ci = "" if low is None or high is None else f" (95% {low:,.0f} to {high:,.0f})"
-    message = (f"{saved * 1000:,.0f} round trips saved per 1,000 tasks{ci}, randomised: loop rate "
+    message = (f"{saved * 1000:,.0f} round trips saved per 1,000 tasks{ci}: loop rate "
                f"{t.rate_a or 0:.1%} legacy vs {t.rate_b or 0:.1%} structured, {per_task:.2f} errors per task in "
                "the tools with a split")
     return Savings(**base, round_trips_saved_per_task=saved, round_trips_saved_per_1000_tasks=saved * 1000,

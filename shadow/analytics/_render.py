@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 from collections.abc import Sequence
 from typing import Final
 
 from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
-from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, LoopRateReport
+from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport
 
 CSV_COLUMNS: Final = (
     "dimension", "key", "variant", "calls", "sessions", "errors", "loops", "loop_rate", "ci_low", "ci_high",
@@ -21,6 +22,8 @@ CSV_COLUMNS: Final = (
 WIDTH: Final = 100
 #: Characters of a key (a tool name, a code) shown in the narrow table.
 _KEY_CHARS: Final = 22
+#: Said when the range has no calls: without a flag a tool is legacy, and a legacy call is not logged.
+NO_CALLS: Final = "No calls logged yet: a tool's calls are logged only while its flag is shadow or cutover"
 SIMULATED_NOTE: Final = "SIMULATED TRAFFIC: {n:,} of these calls were made by shadow's simulated agents (shadow demo)."
 
 
@@ -36,13 +39,21 @@ def _ci(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{low:.1%}-{high:.1%}"
 
 
+#: A cell that reads as a number: a count, a rate, a signed change, an interval (``1.0%-2.0%``, ``-1 to +2``), "-".
+_NUMBER: Final = re.compile(r"[-+]?[\d,.]+%?(?:(?:-| to )[-+]?[\d,.]+%?)?|-")
+
+
 def _table(header: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=True)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    out = [indent + line.rstrip(), indent + "  ".join("-" * w for w in widths)]
-    out += [indent + "  ".join(str(c).rjust(w) if i >= 2 else str(c).ljust(w) for i, (c, w) in
-                               enumerate(zip(row, widths, strict=True))).rstrip() for row in body]
-    return out
+    """A text table: columns whose every cell is a number right-aligned (their header too), the others left."""
+    columns = list(zip(header, *body, strict=True))
+    widths = [max(len(str(x)) for x in col) for col in columns]
+    right = [bool(body) and all(_NUMBER.fullmatch(str(x)) for x in col[1:]) for col in columns]
+
+    def line(cells: Sequence[str]) -> str:
+        return indent + "  ".join(str(c).rjust(w) if r else str(c).ljust(w)
+                                  for c, w, r in zip(cells, widths, right, strict=True)).rstrip()
+
+    return [line(header), indent + "  ".join("-" * w for w in widths), *(line(row) for row in body)]
 
 
 def _short(key: str, wide: bool) -> str:
@@ -76,6 +87,8 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines += wrap(f"Loop rate: {d.calls:,} calls, {d.errors:,} errors, {d.sessions:,} sessions, "
                   f"{_when(d.first_call)} to {_when(d.last_call)} UTC"
                   + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)
+    if not d.calls and report.filters == Filters():  # a filter that matches nothing is not an empty log
+        lines += wrap(f"{NO_CALLS} (for example `shadow flags set TOOL shadow`, or SHADOW_FLAGS='TOOL=shadow').", width)
     unknown = sum(v.follow_ups.get("unknown", 0) for v in report.variants)
     if d.sessions_with_gaps or unknown:
         lines += wrap(f"Missing records: {d.sessions_with_gaps} sessions have gaps in their sequence; {unknown} "

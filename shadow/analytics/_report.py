@@ -156,7 +156,7 @@ def _comparison(scope: str, shapes: Sequence[_Shape], opts: Mapping[str, int]) -
         message = "observational, not randomised (no percentage split with errors in both arms): " + test.message
         return Comparison(scope, "observational", dataclasses.replace(test, message=message))
     message = (f"nothing to compare: only one arm has errors (legacy {oa}, structured {ob}); cut over a "
-               "percentage of sessions to measure the difference")
+               "percentage of sessions to measure the difference") if oa or ob else "nothing to compare: no errors yet"
     return Comparison(scope, "none", dataclasses.replace(test, message=message))
 
 

@@ -220,7 +220,7 @@ def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
 
 def sync(url: str | None = None, warehouse: str | Path | None = None, *, rebuild: bool = False,
          margin: dt.timedelta = DEFAULT_MARGIN, progress: Progress | None = None) -> SyncResult:
-    """Sync the call log at ``url`` into the warehouse file ``warehouse`` (defaults from ``shadow.settings()``)."""
+    """Sync the call log at ``url`` into the warehouse file ``warehouse`` (default: the settings)."""
     with Warehouse.open(warehouse) as wh:
         return wh.sync(url, rebuild=rebuild, margin=margin, progress=progress)
 

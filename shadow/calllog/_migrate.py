@@ -3,27 +3,53 @@
 from __future__ import annotations
 
 import importlib.resources
+import logging
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, pool, text
 
 from shadow._config import sqlite_path
 from shadow.calllog import _db as db
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 #: Key of the PostgreSQL advisory lock that serialises concurrent upgrades ("SHADW" in ASCII).
 _PG_LOCK_KEY: Final = 0x5348414457
 
 _lock = threading.Lock()
 _ensured: set[str] = set()
+#: Alembic's logger level while shadow migrates: its INFO lines (a plugin set up, a context, each revision run)
+#: are not the host's business; warnings and errors still reach the host's handlers.
+_QUIET_LEVEL: Final = logging.WARNING
+_quiet_lock = threading.Lock()
+_quiet_depth = 0
+_quiet_saved = logging.NOTSET
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Alembic's loggers at WARNING for the time shadow imports or runs it (nested and concurrent uses counted)."""
+    global _quiet_depth, _quiet_saved
+    logger = logging.getLogger("alembic")
+    with _quiet_lock:
+        if _quiet_depth == 0:
+            _quiet_saved = logger.level
+            if logger.getEffectiveLevel() < _QUIET_LEVEL:
+                logger.setLevel(_QUIET_LEVEL)
+        _quiet_depth += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0 and logger.level == _QUIET_LEVEL:
+                logger.setLevel(_quiet_saved)
 
 
 def migrations_dir() -> Path:
@@ -33,6 +59,9 @@ def migrations_dir() -> Path:
 
 def alembic_config(url: str | None = None, connection: Connection | None = None) -> Config:
     """An Alembic ``Config`` for the shipped migrations; env.py takes ``url``/``connection`` from its attributes."""
+    with _quiet():  # the first import of alembic sets up its plugins, with an INFO line each
+        from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if url is not None:
@@ -44,14 +73,27 @@ def alembic_config(url: str | None = None, connection: Connection | None = None)
 
 def head() -> str:
     """The newest revision the shipped migrations know."""
-    found = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    with _quiet():
+        from alembic.script import ScriptDirectory
+
+        found = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if found is None:
         raise RuntimeError(f"no migration revisions under {migrations_dir()}")
     return found
 
 
 def _current_on(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
+    with _quiet():
+        from alembic.runtime.migration import MigrationContext
+
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def _upgrade_on(url: str, connection: Connection, revision: str) -> None:
+    with _quiet():
+        from alembic import command
+
+        command.upgrade(alembic_config(url, connection), revision)
 
 
 @contextmanager
@@ -75,7 +117,7 @@ def upgrade(url: str, revision: str = "head") -> None:
     """Create or upgrade the database at ``url`` to ``revision``, holding the migration lock while doing so."""
     url = db.normalise_url(url)
     with _locked_connection(url) as conn:
-        command.upgrade(alembic_config(url, conn), revision)
+        _upgrade_on(url, conn, revision)
 
 
 def current(url: str) -> str | None:
@@ -105,13 +147,17 @@ def ensure(url: str) -> None:
             with _locked_connection(url) as conn:
                 # Another process may have upgraded while this one waited for the lock.
                 if _current_on(conn) != target:
-                    command.upgrade(alembic_config(url, conn), "head")
+                    _upgrade_on(url, conn, "head")
         _ensured.add(url)
 
 
 def _after_fork_in_child() -> None:
-    global _lock
+    global _lock, _quiet_lock, _quiet_depth
     _lock = threading.Lock()
+    _quiet_lock = threading.Lock()
+    if _quiet_depth:  # forked while another thread migrated: that thread does not run here to restore the level
+        _quiet_depth = 0
+        logging.getLogger("alembic").setLevel(_quiet_saved)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

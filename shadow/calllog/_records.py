@@ -12,7 +12,7 @@ from shadow._redact import JSONValue
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One tool call as the log keeps it (column meanings: ``shadow.tables.calls``)."""
+    """One tool call as the log keeps it (column meanings: ``shadow.calllog._tables.calls``)."""
 
     id: str
     session_id: str

@@ -63,7 +63,7 @@ def _quote(name: str) -> str:
 
 
 class _Insert:
-    """One table's idempotent ``executemany`` insert, built from ``shadow.tables`` (the schema source).
+    """One table's idempotent ``executemany`` insert, built from ``shadow.calllog._tables`` (the schema source).
 
     Rows go to the driver as tuples, bypassing per-value processing: JSON columns are serialised with orjson
     (``None`` becomes JSON ``null``) and times become UTC, as SQLAlchemy's types would.
@@ -94,7 +94,7 @@ class _Insert:
 
 
 class SqlStore:
-    """A ``Store`` for a database URL, through ``shadow.db.engine``; the schema is ensured once, on first write.
+    """A ``Store`` for a database URL, through ``_db.engine``; the schema is ensured once, on first write.
 
     ``lock_timeout`` (seconds) bounds how long a write waits for a lock held by another connection (PostgreSQL:
     ``lock_timeout``, and ``statement_timeout`` at four times it)

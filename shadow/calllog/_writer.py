@@ -56,7 +56,7 @@ def _build() -> Writer:
 
 
 def get_writer() -> Writer:
-    """The process-wide writer, created on first use from ``shadow.config.settings()``.
+    """The process-wide writer, created on first use from ``shadow._config.settings()``.
 
     After ``shadow.configure(...)`` changes the settings, the next call builds a new writer and retires the old one
     (it finishes its queue in the background). A writer installed with ``set_writer`` stays until replaced.

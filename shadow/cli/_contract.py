@@ -36,7 +36,7 @@ def schema() -> None:
 
 @app.command()
 def describe(
-    fmt: DescribeFormatOption = Format.text,
+    fmt: DescribeFormatOption = Format.table,
     tool: Annotated[str | None, typer.Option(
         "--tool", "-t", help="Only the codes this tool can return (seen in its shadow log, or proposed by --inventory)."
     )] = None,

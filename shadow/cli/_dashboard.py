@@ -45,7 +45,7 @@ def dashboard(
     refresh: Annotated[float, typer.Option(
         "--refresh", min=0, help="With --serve: sync and rebuild on a request at most every this many seconds "
         "(0: never).")] = 60.0,
-    fmt: FormatOption = Format.text,
+    fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
     private: Annotated[bool, typer.Option("--private", help="Write the file readable by you only (0600); "
                                           "by default it is an ordinary file (0644 under umask 022).")] = False,

@@ -34,7 +34,7 @@ def _resolve(db_url: str | None, alias: str | None) -> tuple[str, str]:
 def upgrade(
     db_url: DbUrlOption = None,
     revision: Annotated[str, typer.Option("--revision", help="Target revision.")] = "head",
-    fmt: FormatOption = Format.text,
+    fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Create the call log's tables, or upgrade them to the newest schema (safe to run again; safe concurrently).
@@ -61,7 +61,7 @@ def upgrade(
 
 
 @db_app.command()
-def current(db_url: DbUrlOption = None, fmt: FormatOption = Format.text, db_alias: DbAliasOption = None) -> None:
+def current(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_alias: DbAliasOption = None) -> None:
     """Show the schema revision of the database and whether it is the newest this version knows.
 
     Example: shadow db current --format json

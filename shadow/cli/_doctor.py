@@ -13,6 +13,7 @@ from shadow import _config as config
 from shadow import _fingerprint as fp
 from shadow import _logs as logs
 from shadow.cli._app import ExitCode, app
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_url
 from shadow.flags import _db as flags
 
 
@@ -53,10 +54,9 @@ def _key_check() -> Check:
     return Check("fingerprint key", False, f"{path} cannot be created; set {fp.KEY_ENV} or {fp.KEY_FILE_ENV}")
 
 
-def _database_check() -> Check:
+def _database_check(url: str) -> Check:
     from shadow.calllog import _db, _migrate
 
-    url = config.settings().db_url
     shown = _db.safe_url(url)
     try:
         found = _migrate.current(url)
@@ -73,19 +73,29 @@ def _database_check() -> Check:
 @app.command()
 def doctor(
     offline: Annotated[bool, typer.Option("--offline", help="Skip the database check.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per check.")] = False,
+    db_url: DbUrlOption = None,
+    fmt: FormatOption = Format.table,
+    json_lines: Annotated[bool, typer.Option("--json", hidden=True, help="One JSON object per line.")] = False,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Check the configuration: every SHADOW_* setting, the fingerprint key, and the database.
 
-    Exits 1 on a problem (3 when the database cannot be reached), so a deployment can run it first.
+    Exits 1 on a problem (3 when the database cannot be reached), so a deployment can run it first. With
+    --format json, a list of the checks (name, ok, detail, unavailable); --json prints one check per line.
+
     Example: SHADOW_FLAG_TTL=5s shadow doctor
+    Example: shadow doctor --db-url postgresql+psycopg://agent@db:5432/shadow --format json
     """
     checks = [*_settings_checks(), _key_check()]
     if not offline:
-        checks.append(_database_check())
-    for check in checks:
-        typer.echo(json.dumps(asdict(check)) if as_json else f"{'ok' if check.ok else 'PROBLEM':<8} "
-                                                              f"{check.name}: {check.detail}")
+        url = store_url(db_url, db_alias) if db_url or db_alias else config.settings().db_url
+        checks.append(_database_check(url))
+    if fmt is Format.json:
+        typer.echo(json.dumps([asdict(check) for check in checks], indent=2))
+    else:
+        for check in checks:
+            typer.echo(json.dumps(asdict(check)) if json_lines else f"{'ok' if check.ok else 'PROBLEM':<8} "
+                                                                     f"{check.name}: {check.detail}")
     if any(c.unavailable for c in checks):
         raise typer.Exit(int(ExitCode.UNAVAILABLE))
     if not all(c.ok for c in checks):

@@ -59,11 +59,15 @@ def set_flag(
     force: Annotated[bool, typer.Option("--force", help="Cut over although `shadow ready` says no (needs --reason).")]
     = False,
     db_url: DbUrlOption = None,
+    fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Set a tool's mode (and cutover percentage); every change is written to the audit log.
 
+    With --format json: the tool's new mode and percent, and the audit entry written (as in flags history).
+
     Example: shadow flags set create_task cutover --percent 25 --reason "ready: 0.4% unmapped"
+    Example: shadow flags set create_task shadow --format json
     """
     if percent != 100 and mode is not Mode.CUTOVER:
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
@@ -79,6 +83,10 @@ def set_flag(
         fail(str(exc))
     except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
+    if fmt is Format.json:
+        typer.echo(json.dumps({"tool": tool, "mode": entry.new_mode, "percent": entry.new_percent,
+                               "change": _entry_json(entry)}, indent=2))
+        return
     was = f"{entry.old_mode}" + (f" {entry.old_percent}%" if entry.old_mode == "cutover" else "")
     now = entry.new_mode + (f" {entry.new_percent}%" if entry.new_mode == "cutover" else "")
     typer.echo(f"{tool}: {was if entry.old_mode else '(unset)'} -> {now}")
@@ -159,29 +167,40 @@ def history(
 
 @flags_app.command("kill")
 def kill(
-    reason: Reason = None, actor: Actor = None, db_url: DbUrlOption = None, db_alias: DbAliasOption = None,
+    reason: Reason = None, actor: Actor = None, db_url: DbUrlOption = None, fmt: FormatOption = Format.table,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Send every tool back to legacy at once (every process sees it within the flag TTL).
 
+    With --format json: {"killed": true, "change": the audit entry written}.
+
     Example: shadow flags kill --reason "loop rate up after cutover"
+    Example: shadow flags kill --reason "loop rate up" --format json
     """
-    _kill_switch(True, reason, actor, _store(db_url, db_alias))
+    _kill_switch(True, reason, actor, _store(db_url, db_alias), fmt)
 
 
 @flags_app.command("unkill")
 def unkill(
-    reason: Reason = None, actor: Actor = None, db_url: DbUrlOption = None, db_alias: DbAliasOption = None,
+    reason: Reason = None, actor: Actor = None, db_url: DbUrlOption = None, fmt: FormatOption = Format.table,
+    db_alias: DbAliasOption = None,
 ) -> None:
     """Lift the kill switch: every tool returns to its own flag.
 
+    With --format json: {"killed": false, "change": the audit entry written}.
+
     Example: shadow flags unkill --reason "fixed"
+    Example: shadow flags unkill --reason "fixed" --format json
     """
-    _kill_switch(False, reason, actor, _store(db_url, db_alias))
+    _kill_switch(False, reason, actor, _store(db_url, db_alias), fmt)
 
 
-def _kill_switch(on: bool, reason: str | None, actor: str | None, store: DbFlags) -> None:
+def _kill_switch(on: bool, reason: str | None, actor: str | None, store: DbFlags, fmt: Format) -> None:
     try:
-        (store.kill if on else store.unkill)(actor=actor, reason=reason)
+        entry = (store.kill if on else store.unkill)(actor=actor, reason=reason)
     except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
+    if fmt is Format.json:
+        typer.echo(json.dumps({"killed": on, "change": _entry_json(entry)}, indent=2))
+        return
     typer.echo("kill switch ON: every tool is served legacy" if on else "kill switch off: tools follow their own flags")

@@ -17,7 +17,15 @@ from sqlalchemy.exc import SQLAlchemyError
 from shadow._config import configure
 from shadow._loader import import_user_module
 from shadow.cli._app import ExitCode, app, fail, install_line, need_extra
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, store_unreachable, store_url
+from shadow.cli._options import (
+    FORMAT_HELP,
+    FORMAT_METAVAR,
+    DbAliasOption,
+    DbUrlOption,
+    Format,
+    store_unreachable,
+    store_url,
+)
 from shadow.contract._rules import Rules
 from shadow.flags._db import Variant
 from shadow.transcripts._formats import FormatError
@@ -144,7 +152,7 @@ def _import_formats(source: InputFormat | None, fmt: str | None,
         return InputFormat(value), alias or Format.table
     output = Format(value) if value in {"table", "text", "json"} else None
     if fmt is not None and output is None:
-        fail(f"--format {fmt!r}: use table, text or json (the transcripts' format goes in --input-format: openai, "
+        fail(f"--format {fmt!r}: use table or json (the transcripts' format goes in --input-format: openai, "
              "anthropic or otel)")
     if source is None:
         fail("shadow import needs the transcripts' format: --input-format openai, anthropic or otel; for example "
@@ -177,8 +185,8 @@ def import_command(
     db_url: DbUrlOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
     fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", metavar="<table|text|json>", show_default=False,
-        help="Output: table for a person (text is the same) or json.  [default: table]")] = None,
+        "--format", "-f", metavar=FORMAT_METAVAR, show_default=False,
+        help=f"{FORMAT_HELP} or json.  [default: table]")] = None,
     output_alias: Annotated[Literal[Format.table, Format.text, Format.json] | None, typer.Option(
         "--output", "-o", hidden=True)] = None,
     db_alias: DbAliasOption = None,

@@ -123,8 +123,10 @@ def _ready_table(verdict: Readiness) -> str:
     width = max(len(c.name) for c in verdict.checks)
     for check in verdict.checks:
         mark = "ok  " if check.passed else "FAIL"
-        value = f"{check.value:.1%}" if check.name == "unmapped_share" else str(check.value)
-        lines.append(f"  {mark} {check.name.ljust(width)}  {value:>8}  (needs {check.limit})")
+        value, limit = str(check.value), check.limit
+        if check.name == "unmapped_share":  # a share in percent, its limit too
+            value, limit = f"{check.value:.1%}", f"<= {verdict.thresholds.max_unmapped_share:.1%}"
+        lines.append(f"  {mark} {check.name.ljust(width)}  {value:>8}  (needs {limit})")
     if verdict.codes_seen:
         seen = ", ".join(f"{code} {n}" for code, n in verdict.codes_seen.items())
         lines.append(f"codes seen: {seen}")

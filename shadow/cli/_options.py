@@ -16,7 +16,7 @@ from shadow.cli._app import ExitCode, fail
 
 
 class Format(StrEnum):
-    """Output formats, one enum for every command (``text`` and ``table`` both mean: for a person)."""
+    """Output formats, one enum for every command: ``table`` is for a person (``text``, its 0.1 name, still works)."""
 
     table = "table"
     text = "text"
@@ -25,19 +25,22 @@ class Format(StrEnum):
     markdown = "markdown"
 
 
-_FORMAT_HELP: Final = "Output: table for a person (text is the same)"
+#: What every ``-f/--format`` says of the format for a person: one name, ``table``, on every command.
+FORMAT_HELP: Final = "Output: table for a person (text works too)"
+#: The formats ``shadow import`` shows (its option is free text: 0.1's ``--format openai`` still works).
+FORMAT_METAVAR: Final = "<table|json>"
 
 FormatOption = Annotated[
     Literal[Format.table, Format.text, Format.json],
-    typer.Option("--format", "-f", help=f"{_FORMAT_HELP} or json."),
+    typer.Option("--format", "-f", metavar=FORMAT_METAVAR, help=f"{FORMAT_HELP} or json."),
 ]
 ReportFormatOption = Annotated[
     Literal[Format.table, Format.text, Format.json, Format.csv],
-    typer.Option("--format", "-f", help=f"{_FORMAT_HELP}, json or csv."),
+    typer.Option("--format", "-f", metavar="<table|json|csv>", help=f"{FORMAT_HELP}, json or csv."),
 ]
 DescribeFormatOption = Annotated[
-    Literal[Format.text, Format.table, Format.markdown, Format.json],
-    typer.Option("--format", "-f", help="Output: text for a person (table is the same), markdown or json."),
+    Literal[Format.table, Format.text, Format.markdown, Format.json],
+    typer.Option("--format", "-f", metavar="<table|markdown|json>", help=f"{FORMAT_HELP}, markdown or json."),
 ]
 
 DB_URL_HELP: Final = (

@@ -161,7 +161,7 @@ def sync(
     margin: Annotated[float, typer.Option(
         "--margin", min=0, help="Seconds re-read before the last sync's newest row, for late commits.")]
     = DEFAULT_MARGIN.total_seconds(),
-    fmt: FormatOption = Format.text,
+    fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Load new call-log rows into the DuckDB warehouse (incremental; --rebuild starts over).
@@ -188,13 +188,16 @@ def export_parquet(
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Export the warehouse as it is.")] = False,
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
+    fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Write the call log as day-partitioned Parquet (hive layout: calls/day=YYYY-MM-DD/...).
 
     Into an earlier export only what is new (by day partition and id) is appended: a daily job keeps a lake current.
+    With --format json: the directory, the calls and marks written, the Parquet files it holds, whether it appended.
 
     Example: shadow export parquet ./callog-parquet
+    Example: shadow export parquet ./callog-parquet --format json
     """
     where = stores(db_url, db_alias, warehouse)
     open_for_reading(where, no_sync=no_sync)
@@ -205,6 +208,9 @@ def export_parquet(
             result = wh.export_parquet(directory, overwrite=overwrite)
     except (WarehouseError, OSError) as exc:
         errors_to_exit(exc)
+    if fmt is Format.json:
+        typer.echo(json.dumps({**dataclasses.asdict(result), "directory": str(result.directory)}, indent=2))
+        return
     how = "appended" if result.appended else "wrote"
     typer.echo(f"{how} {result.calls} {'new ' if result.appended else ''}calls and {result.marks} marks to "
                f"{result.directory} ({result.files} Parquet files)")

@@ -305,7 +305,7 @@ def load_user_module(ref: str) -> UserModule:
 
 
 def _import(ref: str) -> ModuleType:
-    """Import a ``.py`` file or a dotted name (see ``shadow.loader``)."""
+    """Import a ``.py`` file or a dotted name (see ``shadow._loader``)."""
     return import_user_module(ref, prefix="_shadow_eval_user")
 
 

@@ -79,7 +79,7 @@ class OpenFeatureFlags:
     # -- the hot path
 
     def state(self, tool: str) -> FlagState:
-        """The flag of ``tool`` for the current session (``shadow.sessions.current()``), from memory when cached."""
+        """The flag of ``tool`` for the current session (``shadow._sessions.current()``), from memory when cached."""
         sid = sessions.current()
         key = (tool, sid)
         entry = self._cache.get(key)

@@ -175,3 +175,33 @@ def test_db_upgrade_of_an_unreachable_server_exits_unavailable_without_the_passw
     assert result.exit_code == 3
     assert "could not be used" in result.output and "127.0.0.1" in result.output
     assert "hunter2" not in result.output
+
+
+def test_the_first_shadowed_call_migrates_without_alembic_info_lines_in_a_host_logging_at_info(
+    tmp_path: Path,
+) -> None:
+    script = """
+import logging, sqlite3
+logging.basicConfig(level=logging.INFO, format="HOST %(levelname)s [%(name)s] %(message)s")  # as MCPServer does
+import shadow
+
+@shadow.tool("create_task", rules=shadow.Rules.default())
+def create_task(title: str) -> dict:
+    return {"error": "Bad request"}
+
+with shadow.session("task-1"):
+    create_task("x")
+shadow.flush()
+print(sqlite3.connect("shadow.db").execute("SELECT count(*) FROM calls").fetchone()[0])
+logging.getLogger("alembic.runtime.migration").info("the host's own alembic info")
+logging.getLogger("alembic.runtime.migration").warning("the host's own alembic warning")
+"""
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SHADOW_FLAGS": "create_task=shadow",
+           "SHADOW_FINGERPRINT_KEY": "k" * 32}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"  # the migration ran, and the call was logged
+    alembic_lines = [line for line in done.stderr.splitlines() if "[alembic" in line]
+    assert alembic_lines == ["HOST INFO [alembic.runtime.migration] the host's own alembic info",
+                             "HOST WARNING [alembic.runtime.migration] the host's own alembic warning"], done.stderr

@@ -33,6 +33,7 @@ COMMANDS = _commands()
 STORE_COMMANDS = {
     "db upgrade", "db current", "sync", "export parquet", "report loop-rate", "dashboard", "flags set", "flags show",
     "flags history", "flags kill", "flags unkill", "describe", "ready", "eval", "import", "proxy", "rules suggest",
+    "doctor",
 }
 
 

@@ -1,4 +1,4 @@
-"""Alembic environment of the call log: the schema is ``shadow.tables.metadata``, the URL comes from the caller."""
+"""Alembic environment of the call log: the schema is ``shadow.calllog.metadata``, the URL comes from the caller."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ config = context.config
 
 
 def _url() -> str:
-    """The URL passed in by ``shadow.migrate`` (or an alembic.ini), else the configured ``db_url``."""
+    """The URL passed in by ``shadow.calllog.upgrade`` (or an alembic.ini), else the configured ``db_url``."""
     url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
     return db.normalise_url(url or settings().db_url)
 

@@ -1,4 +1,4 @@
-"""The initial call log schema: calls, marks, flags and flag_audit, exactly as in shadow/tables.py.
+"""The initial call log schema: calls, marks, flags and flag_audit, as shadow/calllog/_tables.py defined them then.
 
 Revision ID: 0001
 Revises:
