@@ -28,14 +28,14 @@ def langchain_tool(
     """A LangChain ``StructuredTool`` behind its shadow flag: ``@langchain_tool`` or ``@langchain_tool(name=...)``.
 
     The schema is the one ``@tool`` generates; ``options`` (``description=``, ``parse_docstring=``,
-    ``response_format=``, ``args_schema=``, ``handle_tool_error=``, ...) go to ``langchain_core.tools.tool``.
-    Injected arguments (``InjectedToolArg``, ``InjectedToolCallId``, ``RunnableConfig``, ``callbacks``,
-    ``run_manager``) are not logged. A call made with ``config={"configurable": {"thread_id": ...}}`` (a LangGraph
-    thread) is logged in that session. In cutover the ``ToolMessage`` content is the payload's JSON, with
-    ``status="error"`` when the payload is an error (served as a handled ``ToolException``; your own
-    ``handle_tool_error`` still handles your own exceptions). With ``response_format="content_and_artifact"`` the
-    tool is judged, logged and served on its content alone: the artifact passes through unchanged on successes and
-    is ``None`` on errors. Put the ``shadow describe --tool`` paragraph in ``description=`` or at the end of the
+    ``response_format=``, ``args_schema=``, ...) go to ``langchain_core.tools.tool``. Injected arguments
+    (``InjectedToolArg``, ``InjectedToolCallId``, ``RunnableConfig``, ``callbacks``, ``run_manager``) are not
+    logged. A call made with ``config={"configurable": {"thread_id": ...}}`` (a LangGraph thread) is logged in that
+    session. In cutover the ``ToolMessage`` content is the payload's JSON, with ``status="error"`` when the payload
+    is an error (served as a handled ``ToolException``): pass your own ``handle_tool_error=`` here, not by assigning
+    it on the tool, and it handles your own exceptions as before. With ``response_format="content_and_artifact"``
+    the tool is judged, logged and served on its content alone: the artifact passes through unchanged on successes
+    and is ``None`` on errors. Put the ``shadow describe --tool`` paragraph in ``description=`` or at the end of the
     docstring.
     """
     shadow_name = name

@@ -93,13 +93,13 @@ def _raising(message: str) -> Any:
 
 
 @pytest.mark.parametrize("handler", [None, True, "Try another room.", lambda e: f"handled: {e}"])
-def test_a_tools_own_tool_exception_is_handled_as_before_in_shadow_mode(
+def test_a_tools_own_tool_exception_is_handled_as_before_and_error_payloads_still_get_status_error(
         flags: InMemoryFlags, log: InMemoryStore, handler: Any) -> None:
     plain = tool(_raising("room is taken"))
-    shadowed = langchain_tool(flags=flags)(_raising("room is taken"))
+    options = {} if handler is None else {"handle_tool_error": handler}
+    shadowed = langchain_tool(flags=flags, **options)(_raising("room is taken"))
     if handler is not None:
         plain.handle_tool_error = handler
-        shadowed.handle_tool_error = handler
     flags.set("reserve", "shadow")
     call = {"name": "reserve", "args": {"room": "R1"}, "id": "c1", "type": "tool_call"}
     if handler is None:
@@ -111,6 +111,9 @@ def test_a_tools_own_tool_exception_is_handled_as_before_in_shadow_mode(
         old, new = plain.invoke(call), shadowed.invoke(call)
         assert (new.content, new.status) == (old.content, old.status) and old.status == "error"
     assert [r.outcome for r in calls(log)] == ["error"]
+    flags.set("reserve", "cutover")
+    served = shadowed.invoke(call)
+    assert served.status == "error" and json.loads(served.content)["ok"] is False
 
 
 def _fetch(item_id: str) -> tuple[str, dict[str, Any]]:
