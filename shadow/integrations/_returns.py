@@ -97,7 +97,7 @@ def widened_signature(fn: Callable[..., Any], signature: inspect.Signature | Non
     annotation = _return_annotation(fn, signature)
     if annotation is inspect.Signature.empty:
         return None
-    # a union keeps each framework's choice: MCPServer wraps every union, FastMCP one with a non-object arm
+    # a union stays a union: FastMCP and MCPServer wrap it in {"result": ...} before and after
     primitive = is_primitive(annotation) or typing.get_origin(annotation) in (typing.Union, types.UnionType)
     if not primitive and not is_object(annotation):
         return None

@@ -1,7 +1,7 @@
 """The plain ``@shadow.tool`` under ``@mcp.tool`` (FastMCP) and ``@server.tool()`` (MCPServer), for any return type.
 
 Shadow mode serves exactly what the undecorated tool served; cutover serves the payload, valid against the output
-schema the framework advertises, on successes and errors alike.
+schema the framework advertises, on successes and errors alike, with ``isError`` on errors.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from integration_support import Item
 from typing_extensions import TypedDict
 
 import shadow
+from shadow.integrations import instrument_mcp
 from shadow.testing import InMemoryFlags, InMemoryStore
 
 fastmcp = pytest.importorskip("fastmcp")
@@ -99,6 +100,7 @@ def _serve(framework: str, kind: str, flags: InMemoryFlags | None) -> tuple[Any,
         return asyncio.run(_fastmcp_calls(server))
     mcp = mcp_server.MCPServer("plain")
     mcp.tool()(fn)
+    instrument_mcp(mcp)  # what lets a plain-decorated tool on MCPServer see its request (sessions, isError)
     return asyncio.run(_mcp_calls(mcp))
 
 
@@ -116,8 +118,9 @@ def test_the_plain_decorator_serves_the_legacy_result_in_shadow_and_a_valid_payl
 
     flags.set("get", "cutover")
     schema, (ok, error) = _serve(framework, kind, flags)
-    for (_is_error, content, structured), expected_ok in ((ok, True), (error, False)):
+    for (is_error, content, structured), expected_ok in ((ok, True), (error, False)):
         payload = json.loads(content[0].text)
+        assert is_error is not expected_ok
         shadow.validate(payload)
         assert payload["ok"] is expected_ok
         assert schema is not None
@@ -125,3 +128,35 @@ def test_the_plain_decorator_serves_the_legacy_result_in_shadow_and_a_valid_payl
         assert structured.get("result", structured) == payload
     assert json.loads(ok[1][0].text)["data"] == json.loads(json.dumps(RETURNS[kind][1]("7"), default=vars))
     jsonschema.validate(before[0][2], schema)  # the legacy result is valid against the widened schema too
+
+
+def test_only_the_tool_the_mcp_client_called_gets_an_error_result_a_helper_it_calls_gets_the_payload(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    server = fastmcp.FastMCP("nested")
+    seen: list[Any] = []
+
+    @server.tool
+    @shadow.tool(flags=flags)
+    def lookup(item_id: str) -> str:
+        """Look an item up."""
+        return "Error: not found"
+
+    @server.tool
+    @shadow.tool(flags=flags)
+    def outer(item_id: str) -> str:
+        """Look an item up through lookup."""
+        seen.append(lookup(item_id))  # a registered tool called as a Python function
+        return "done"
+
+    flags.set("lookup", "cutover")
+    flags.set("outer", "cutover")
+
+    async def run() -> Any:
+        async with fastmcp.Client(server) as client:
+            return await client.call_tool("outer", {"item_id": "0"}, raise_on_error=False)
+
+    result = asyncio.run(run())
+    assert not result.is_error and json.loads(result.content[0].text) == {"ok": True, "data": "done"}
+    (inner,) = seen
+    assert type(inner).__name__ == "JsonPayload" and inner["error"]["code"] == "not_found"
+    assert json.loads(str(lookup("0")))["ok"] is False  # outside any MCP request: the payload, its str() JSON
