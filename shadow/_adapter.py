@@ -33,6 +33,7 @@ from shadow.contract._schema import is_valid
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode, Variant
 from shadow.integrations import _context as frameworks
+from shadow.integrations._plain_mcp import PlainDelivery
 from shadow.integrations._returns import JsonPayload, widened_signature
 from shadow.typing import FlagSource
 
@@ -371,10 +372,15 @@ def _wrap(
     except (TypeError, ValueError):
         signature = None
     skip = frameworks.check_ignore(ignore, signature, tool_name) | frameworks.injected_parameters(fn, signature)
-    runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source, skip), flags, deliver)
     advertised = widened_signature(fn, signature)
+    # the plain decorator: an error payload becomes an MCP result with isError when an MCP server calls this tool
+    plain = PlainDelivery(advertised) if deliver is None else None
+    runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source, skip), flags,
+                     deliver or plain)
     wrapper = WRAPPERS[callable_kind(fn)](fn, runner)
     functools.update_wrapper(wrapper, fn)
+    if plain is not None:
+        plain.wrapper = wrapper
     wrapper.__shadow_tool__ = tool_name
     if advertised is not None:
         wrapper.__signature__ = advertised

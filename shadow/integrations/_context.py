@@ -136,6 +136,11 @@ def unbind_mcp_request(token: contextvars.Token[Any]) -> None:
     _mcp_request.reset(token)
 
 
+def current_mcp_request() -> Any:
+    """The MCP request context ``bind_mcp_request`` published for this call, or ``None``."""
+    return _mcp_request.get()
+
+
 def _mcp_session(session: Any, protocol_version: str | None, meta: Any) -> str | None:
     if isinstance(meta, dict) and isinstance(meta.get(_META_KEY), str) and meta[_META_KEY].strip():
         return str(meta[_META_KEY])[:200]

@@ -9,7 +9,7 @@ from typing import Any
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
 from shadow.integrations._context import bind_mcp_request, unbind_mcp_request
-from shadow.integrations._returns import mcp_object_union, object_return, widened_signature
+from shadow.integrations._returns import is_primitive, mcp_object_union, object_return, widened_signature
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -63,12 +63,14 @@ def mcp_tool(
         try:
             metadata = server._tool_manager.get_tool(tool_name).fn_metadata
             shape["wrap"], shape["schema"] = bool(metadata.wrap_output), metadata.output_schema is not None
-        except AttributeError:  # a later SDK moved its tool manager: a widened annotation is what it wraps
+        except AttributeError:  # a later SDK moved its tool manager: a widened primitive is what it wraps
             try:
-                widened = widened_signature(function, inspect.signature(function)) is not None
-            except (TypeError, ValueError):
-                widened = False
-            shape["wrap"] = shape["schema"] = widened
+                signature = inspect.signature(function, eval_str=True)
+                widened = widened_signature(function, signature) is not None
+                wrapped = widened and is_primitive(signature.return_annotation)
+            except Exception:
+                widened = wrapped = False
+            shape["wrap"], shape["schema"] = wrapped, widened
         return wrapper
 
     return register if fn is None else register(fn)

@@ -16,7 +16,7 @@ from shadow.testing import InMemoryFlags, InMemoryStore
 pytest.importorskip("langchain_core")
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, ToolException, tool
 
 from shadow.integrations import langchain_tool
 
@@ -72,15 +72,73 @@ def test_cutover_content_is_the_contract_json(flags: InMemoryFlags, log: InMemor
     assert [r.variant for r in calls(log)] == ["structured"] * len(CALLS)
 
 
-def test_content_and_artifact_tools_get_the_json_and_the_payload(flags: InMemoryFlags, log: InMemoryStore) -> None:
-    def fetch(item_id: str) -> tuple[str, dict[str, Any]]:
-        """Fetch an item."""
-        return f"item {item_id}", {"raw": item_id}
+def test_cutover_labels_an_error_payload_status_error_and_a_success_status_success(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    _, shadowed = toolsets(flags)
+    for name in shadowed:
+        flags.set(name, "cutover")
+    messages = _call(shadowed)  # invoke for the sync tools, ainvoke for the async one
+    assert [(m.status, json.loads(m.content)["ok"]) for m in messages] == [
+        ("success", True), ("error", False), ("success", True), ("error", False), ("success", True)]
+    assert json.loads(messages[1].content)["error"]["code"] == "not_found"
+    assert shadowed["lookup"].invoke({"item_id": "0"}) == messages[1].content  # no ToolCall: the JSON text itself
 
-    made = langchain_tool(flags=flags, response_format="content_and_artifact")(fetch)
-    flags.set("fetch", "cutover")
-    message = made.invoke({"name": "fetch", "args": {"item_id": "1"}, "id": "c1", "type": "tool_call"})
-    assert json.loads(message.content) == message.artifact == {"ok": True, "data": ["item 1", {"raw": "1"}]}
+
+def _raising(message: str) -> Any:
+    def reserve(room: str) -> str:
+        """Reserve a room."""
+        raise ToolException(message)
+
+    return reserve
+
+
+@pytest.mark.parametrize("handler", [None, True, "Try another room.", lambda e: f"handled: {e}"])
+def test_a_tools_own_tool_exception_is_handled_as_before_and_error_payloads_still_get_status_error(
+        flags: InMemoryFlags, log: InMemoryStore, handler: Any) -> None:
+    plain = tool(_raising("room is taken"))
+    options = {} if handler is None else {"handle_tool_error": handler}
+    shadowed = langchain_tool(flags=flags, **options)(_raising("room is taken"))
+    if handler is not None:
+        plain.handle_tool_error = handler
+    flags.set("reserve", "shadow")
+    call = {"name": "reserve", "args": {"room": "R1"}, "id": "c1", "type": "tool_call"}
+    if handler is None:
+        with pytest.raises(ToolException, match="room is taken"):
+            plain.invoke(call)
+        with pytest.raises(ToolException, match="room is taken"):
+            shadowed.invoke(call)
+    else:
+        old, new = plain.invoke(call), shadowed.invoke(call)
+        assert (new.content, new.status) == (old.content, old.status) and old.status == "error"
+    assert [r.outcome for r in calls(log)] == ["error"]
+    flags.set("reserve", "cutover")
+    served = shadowed.invoke(call)
+    assert served.status == "error" and json.loads(served.content)["ok"] is False
+
+
+def _fetch(item_id: str) -> tuple[str, dict[str, Any]]:
+    """Fetch an item."""
+    return ("Error: not found" if item_id == "0" else f"item {item_id}"), {"raw": item_id}
+
+
+def test_content_and_artifact_tools_are_judged_on_their_content_and_keep_their_artifact(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    plain = tool(_fetch, response_format="content_and_artifact")
+    made = langchain_tool(flags=flags, response_format="content_and_artifact")(_fetch)
+    ids = ("1", "0")
+    flags.set("_fetch", "shadow")
+    for item_id in ids:
+        call = {"name": "_fetch", "args": {"item_id": item_id}, "id": "c1", "type": "tool_call"}
+        old, new = plain.invoke(call), made.invoke(call)
+        assert (new.content, new.artifact, new.status) == (old.content, old.artifact, old.status)
+    assert [(r.outcome, r.legacy_payload) for r in calls(log)] == [("ok", "item 1"), ("error", "Error: not found")]
+    assert all("raw" not in json.dumps(r.new_payload) for r in calls(log))  # the artifact is not judged or logged
+
+    flags.set("_fetch", "cutover")
+    ok, error = (made.invoke({"name": "_fetch", "args": {"item_id": i}, "id": "c2", "type": "tool_call"}) for i in ids)
+    assert (json.loads(ok.content), ok.artifact, ok.status) == ({"ok": True, "data": "item 1"}, {"raw": "1"},
+                                                                "success")
+    assert (json.loads(error.content)["error"]["code"], error.artifact, error.status) == ("not_found", None, "error")
 
 
 def test_three_identical_failing_calls_with_injected_arguments_are_three_errors_and_two_loops(

@@ -156,6 +156,20 @@ def test_per_request_connections_are_not_sessions(flags: InMemoryFlags, log: InM
     assert first.session_id == second.session_id  # the process's session, not one session per call
 
 
+def test_a_client_names_its_conversation_in_meta_under_shadow_session(flags: InMemoryFlags, log: InMemoryStore) -> None:
+    server = mcp_server.MCPServer("meta")
+    mcp_tool(server, flags=flags)(legacy_tools()["lookup"])
+    flags.set("lookup", "shadow")
+
+    async def run() -> None:
+        async with Client(server) as client:  # protocol 2026-07-28: every request is its own connection
+            for meta in ({"shadow/session": "conv-A"}, {"shadow/session": "conv-A"}, {"shadow/session": "conv-B"}):
+                await client.call_tool("lookup", {"item_id": "0"}, meta=meta)
+
+    asyncio.run(run())
+    assert [r.session_id for r in calls(log)] == ["conv-A", "conv-A", "conv-B"]
+
+
 def test_a_model_returning_tool_keeps_its_structured_content_in_shadow_and_validates_in_cutover(
         flags: InMemoryFlags, log: InMemoryStore) -> None:
     plain, shadowed = mcp_server.MCPServer("plain"), mcp_server.MCPServer("shadowed")
