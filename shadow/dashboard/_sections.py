@@ -12,6 +12,7 @@ import re
 from typing import Any, Final
 
 from shadow.analytics._report import ArmStats, ToolReport
+from shadow.analytics._report_types import synthetic_time_note
 from shadow.dashboard._data import DashboardData
 
 _TICKS: Final = re.compile(r"`([^`\n]{1,200})`")
@@ -85,6 +86,8 @@ def header(data: DashboardData) -> str:
     ]
     if data.subtitle:
         parts.append(f'<p class="subtitle" role="note">{e(data.subtitle)}</p>')
+    if (synthetic := synthetic_time_note(d)) is not None:
+        parts.append(f'<p class="subtitle" id="synthetic-times" role="note">{e(synthetic)}</p>')
     parts.append(recommendations(data))
     parts += [f'<p class="notice">{md(n)}</p>' for n in data.notices]
     arms = {v.variant: v for v in r.variants}
