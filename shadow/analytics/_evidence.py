@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shadow._redact import REDACTED, cap, find_leaks, scrub_text, to_jsonable
+from shadow._redact import cap, find_leaks, to_jsonable
+from shadow._shape import legacy_text, shape_of
 
 #: The most frequent codes per tool that get examples, and how many examples each.
 MAX_CODES: Final = 3
@@ -22,30 +22,11 @@ MAX_UNMAPPED_READ: Final = 2000
 #: Distinct structured error payloads per tool scanned for leaks.
 MAX_LEAK_SCAN: Final = 5000
 
-# Order matters: the specific kinds first, so a URL is not taken apart into a path and numbers.
-_MASKS: Final = (
-    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
-    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+"), "<url>"),
-    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
-    (re.compile(r"(?<![\w<])(?:[A-Za-z]:)?(?:[/\\][\w.@+-]+){2,}[/\\]?"), "<path>"),
-    (re.compile(r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{12,}\b"), "<hex>"),
-    (re.compile(r"'[^'\n]{0,200}'|\\\"[^\"\n]{0,200}?\\\"|‘[^’\n]{0,200}’|“[^”\n]{0,200}”"), "<str>"),
-    (re.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?![\w>])"), "<n>"),
-    (re.compile(REDACTED.replace("[", r"\[").replace("]", r"\]")), "<secret>"),
-)
-_SPACE: Final = re.compile(r"\s+")
-
 
 def shape(text: str) -> str:
-    """``text`` with its variable parts masked (ids, URLs, emails, paths, long hex, quoted strings, numbers), so
-    errors that differ only in those group together. Credentials are scrubbed first; the result is capped.
-
-    NOTE: ``shadow rules suggest`` groups legacy errors by shape too; the two should share one function.
-    """
-    masked = scrub_text(text)
-    for pattern, label in _MASKS:
-        masked = pattern.sub(label, masked)
-    masked = _SPACE.sub(" ", masked).strip()
+    """``text``'s shape (``shadow._shape.shape_of``: the one masking ``shadow rules suggest`` uses too), capped to
+    ``MAX_SHAPE_CHARS`` to be shown."""
+    masked = shape_of(text).text
     return masked if len(masked) <= MAX_SHAPE_CHARS else masked[: MAX_SHAPE_CHARS - 1] + "…"
 
 
@@ -97,13 +78,16 @@ class Evidence:
 
 
 def _payload_text(raw: str | None) -> str:
+    """The error text of a stored legacy payload (JSON text), read as ``rules suggest`` reads it, after the
+    exception class when the legacy tool raised."""
     if raw is None:
         return "null"
     try:
         value = json.loads(raw)
     except ValueError:
         return raw
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text, exception = legacy_text(value)
+    return f"{exception}: {text}" if exception else text
 
 
 def unmapped_shapes(rows: Sequence[Mapping[str, Any]],

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
-from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport
+from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport, synthetic_time_note
 
 CSV_COLUMNS: Final = (
     "dimension", "key", "variant", "calls", "sessions", "errors", "loops", "loop_rate", "ci_low", "ci_high",
@@ -89,6 +89,8 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
                   + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)
     if not d.calls and report.filters == Filters():  # a filter that matches nothing is not an empty log
         lines += wrap(f"{NO_CALLS} (for example `shadow flags set TOOL shadow`, or SHADOW_FLAGS='TOOL=shadow').", width)
+    if (synthetic := synthetic_time_note(d)) is not None:
+        lines += wrap(synthetic, width)
     unknown = sum(v.follow_ups.get("unknown", 0) for v in report.variants)
     if d.sessions_with_gaps or unknown:
         lines += wrap(f"Missing records: {d.sessions_with_gaps} sessions have gaps in their sequence; {unknown} "

@@ -211,7 +211,8 @@ def loop_rate_report(
     data = DataRange(total["first_call"], total["last_call"], int(total["calls"]), int(total["errors"]),
                      int(total["sessions"]),
                      float(total["median_latency_us"]) if total["median_latency_us"] is not None else None,
-                     int(total["simulated_calls"] or 0), int(total["sessions_with_gaps"] or 0))
+                     int(total["simulated_calls"] or 0), int(total["sessions_with_gaps"] or 0),
+                     int(total["synthetic_time_calls"] or 0))
     opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
     call_rows = warehouse.records("report_calls", params)
     err_rows = warehouse.records("report_errors", params)

@@ -189,6 +189,16 @@ class DataRange:
     median_latency_us: float | None
     simulated_calls: int = 0  # calls with source 'simulated' (shadow demo): the output says so
     sessions_with_gaps: int = 0  # sessions with missing records (dropped, or a crashed process)
+    synthetic_time_calls: int = 0  # calls imported without a time (source 'import-synthetic-time'): the output says so
+
+
+def synthetic_time_note(data: DataRange) -> str | None:
+    """What to say when calls in the range carry synthetic times (imported without one), else None."""
+    if not data.synthetic_time_calls:
+        return None
+    return (f"Synthetic times: {data.synthetic_time_calls:,} of {data.calls:,} calls were imported without a time "
+            "(source 'import-synthetic-time'); theirs stand in (the file's modification time, in order), so "
+            "--since, per-day rows and savings do not say when they happened.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import re
 from typing import Any, Final
 
 from shadow.analytics._report import ArmStats, ToolReport
+from shadow.analytics._report_types import synthetic_time_note
 from shadow.dashboard._data import DashboardData
 
 _TICKS: Final = re.compile(r"`([^`\n]{1,200})`")
@@ -85,6 +86,8 @@ def header(data: DashboardData) -> str:
     ]
     if data.subtitle:
         parts.append(f'<p class="subtitle" role="note">{e(data.subtitle)}</p>')
+    if (synthetic := synthetic_time_note(d)) is not None:
+        parts.append(f'<p class="subtitle" id="synthetic-times" role="note">{e(synthetic)}</p>')
     parts.append(recommendations(data))
     parts += [f'<p class="notice">{md(n)}</p>' for n in data.notices]
     arms = {v.variant: v for v in r.variants}
@@ -183,11 +186,24 @@ def evidence(data: DashboardData) -> str:
             f"{''.join(blocks)}</section>")
 
 
+def follow_ups_unknown(data: DashboardData) -> str:
+    """How many errors of this view have an unknown follow-up (records missing right after them) and sessions gaps."""
+    d = data.report.data_range
+    unknown = sum(v.follow_ups.get("unknown", 0) for v in data.report.variants)
+    errors = sum(v.errors for v in data.report.variants) + unknown
+    if not unknown and not d.sessions_with_gaps:
+        return f"Every error's follow-up is known: no records are missing in the {d.sessions:,} sessions shown."
+    return (f"Missing records: {unknown:,} of {errors:,} errors have an unknown follow-up (records are missing "
+            f"right after them) and are left out of the loop rate; {d.sessions_with_gaps:,} of {d.sessions:,} "
+            "sessions shown have gaps in their sequence numbers.")
+
+
 def health(data: DashboardData) -> str:
-    """The log's health: sequence gaps, the writer's counters, when each process last wrote."""
+    """The log's health: errors with an unknown follow-up, sequence gaps, the writer's counters, the processes."""
     h = data.report.health
+    shown = f"<p id='follow-ups-unknown'>{e(follow_ups_unknown(data))}</p>"
     if h is None:
-        return ""
+        return f'<section class="panel" id="panel-health"><h2>Health of the log</h2>{shown}</section>'
     counters = ("" if not h.writer_counters else
                 f"; writer counters: {h.written:,} written, {h.spooled:,} spooled, {h.replayed:,} replayed, "
                 f"{h.dropped:,} dropped")
@@ -196,9 +212,10 @@ def health(data: DashboardData) -> str:
                    f"<td class='num'>{'not recorded' if p.dropped is None else f'{p.dropped:,}'}</td></tr>"
                    for p in h.processes)
     return ('<section class="panel" id="panel-health"><h2>Health of the log</h2><p class="explains">'
-            "Whether records went missing: sessions whose sequence numbers have holes, and when each writing "
-            f"process last wrote.</p><p>{e(h.message)}{e(counters)}.</p><table id='processes'><tr><th>process"
-            f"</th><th>host</th><th>calls</th><th>last wrote</th><th>dropped</th></tr>{rows}</table></section>")
+            "Whether records went missing: errors whose follow-up is unknown, sessions whose sequence numbers "
+            f"have holes, and when each writing process last wrote.</p>{shown}<p>Whole log: {e(h.message)}"
+            f"{e(counters)}.</p><table id='processes'><tr><th>process</th><th>host</th><th>calls</th>"
+            f"<th>last wrote</th><th>dropped</th></tr>{rows}</table></section>")
 
 
 def flag_rows(data: DashboardData) -> str:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import func, inspect, select
@@ -12,10 +11,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import sqlite_path
 from shadow._redact import scrub_text
+from shadow._shape import legacy_text
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
-from shadow.contract._rules import error_text
-from shadow.normalize._mcp import mcp_error_value
 
 _SCAN_LIMIT = 200_000
 
@@ -44,36 +42,6 @@ class LogSlice:
     unmapped: tuple[Unmapped, ...]
     calls: int
     errors: int
-
-
-def legacy_text(payload: object) -> tuple[str, str | None]:
-    """The error text a legacy payload carries, and the exception class when the legacy tool raised.
-
-    Reads the adapter's ``{"exception", "message"}``, an MCP result (``content`` text blocks, the SDK's
-    ``Error executing tool NAME:`` prefix removed), a string, or an error-shaped value."""
-    if isinstance(payload, list):
-        texts = [str(block.get("text", "")) for block in payload
-                 if isinstance(block, Mapping) and block.get("type") == "text"]
-        if texts:
-            return _without_prefix("\n".join(texts)), None
-    if isinstance(payload, Mapping):
-        if isinstance(payload.get("exception"), str) and "message" in payload:
-            return str(payload.get("message") or ""), str(payload["exception"])
-        content = payload.get("content")
-        if isinstance(content, list | str):  # an MCP result (proxy), or an imported one (``shadow import``)
-            return legacy_text(content)
-        found = error_text(payload)
-        if found:
-            return _without_prefix(found), None
-        return json.dumps(payload, ensure_ascii=False, sort_keys=True)[:2000], None
-    if isinstance(payload, str):
-        return _without_prefix(payload), None
-    return json.dumps(payload, ensure_ascii=False)[:2000], None
-
-
-def _without_prefix(text: str) -> str:
-    inner = mcp_error_value(text).get("error")
-    return inner if isinstance(inner, str) else text
 
 
 def read_unmapped(url: str, *, tool: str | None = None, since: dt.datetime | None = None) -> LogSlice:

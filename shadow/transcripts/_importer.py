@@ -45,6 +45,9 @@ from shadow.transcripts._otel import parse_otel
 #: Record ids are uuid5 of (session, sequence, kind) in this namespace: importing a file again adds nothing.
 NAMESPACE: Final = uuid.UUID("6f1d3c52-7a0e-5b8e-9a43-2f3d0c9e5a11")
 SOURCE: Final = "import"
+#: The source of imported records whose time is not in the data (a stand-in: the file's modification time, in
+#: order), so the report can say that ``--since``, per-day rows and savings do not say when they happened.
+SYNTHETIC_TIME_SOURCE: Final = "import-synthetic-time"
 BATCH: Final = 500
 
 
@@ -223,10 +226,11 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
     base = conversation.ts or read.mtime
     for seq, event in enumerate(conversation.events, 1):
         ts = event.ts or base + dt.timedelta(microseconds=seq)
+        source = SYNTHETIC_TIME_SOURCE if event.ts is None and conversation.ts is None else SOURCE
         if isinstance(event, Mark):
             summary.user_turns += event.kind == "user_turn"
             summary.ends += event.kind == "end"
-            yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, SOURCE)
+            yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, source)
             continue
         check_name(event.tool, "the tool name", "a string of at most 200 characters")
         call_options = options if event.variant is None else dataclasses.replace(
@@ -242,8 +246,8 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
         summary.calls += 1
         summary.errors += record.outcome == "error"
         summary.unrecorded_arguments += not event.arguments_recorded
-        summary.synthetic_times += event.ts is None and conversation.ts is None
-        yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE)
+        summary.synthetic_times += source == SYNTHETIC_TIME_SOURCE
+        yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE, source=source)
 
 
 def _present(url: str, batch: Sequence[Record], problems: list[Problem] | None = None) -> int:

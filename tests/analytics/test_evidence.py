@@ -85,9 +85,30 @@ def test_evidence_examples_never_leak_a_secret_and_are_capped(tmp_path: Path) ->
 def test_shape_masks_what_varies_and_keeps_the_words() -> None:
     a = shape("no such user 'anna' (id 1234) at /srv/app/users.py, see https://x.example/u?id=9")
     b = shape("no such user 'bob' (id 77) at /srv/app/other.py, see https://x.example/u?id=10")
-    assert a == b == "no such user <str> (id <n>) at <path>, see <url>"
+    assert a == b == "no such user '<user>' (id <id>) at <path>, see <url>"
     assert shape("request 0b7c1e7e-8a37-4e1a-9b7e-2b1f1c3d4e5f failed") == "request <id> failed"
-    assert "sk-ant" not in shape(f"key {SECRETS[0]}")
+    assert shape(f"key {SECRETS[0]}") == "key <secret>"
+
+
+def test_the_reports_unmapped_shapes_are_the_shapes_rules_suggest_groups_by(tmp_path: Path) -> None:
+    from shadow.suggest import shape_of
+
+    texts = [f"Invalid time: {h:02d}:30 does not exist in Europe/Berlin on 2027-03-{d:02d} (a clock change)"
+             for h, d in ((2, 28), (2, 29), (3, 30))]
+    texts += [f'No item found with id {new_id()}, status code 404 for "{name}"' for name in ("a", "b")]
+    raised = [{"exception": "KeyError", "message": f"no room '{room}' on floor {floor}"}  # the adapter's shape
+              for room, floor in (("a1", 2), ("b7", 3))]
+    url = f"sqlite:///{tmp_path}/calls.db"
+    SqlStore(url).write([_call(f"s{i}", 1, "book", "error", unmapped=True, legacy_payload=payload)
+                         for i, payload in enumerate([*texts, *raised])])
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(url)
+        evidence = loop_rate_report(wh).by_tool[0].evidence
+    assert evidence is not None
+    got = {u.shape: u.errors for u in evidence.unmapped}
+    assert got == {shape_of(texts[0]).text: 3, shape_of(texts[3]).text: 2,  # dates, times and ids masked alike
+                   f"KeyError: {shape_of(raised[0]['message']).text}": 2}  # the text, not the payload's JSON
+    assert shape_of(texts[0]).text == "Invalid time: <time> does not exist in <path> on <date> (a clock change)"
 
 
 def test_health_counts_sequence_gaps_and_when_each_process_last_wrote(tmp_path: Path) -> None:

@@ -43,48 +43,55 @@ def top_field(arg_hashes: dict[str, str] | None, field: str) -> str:
     return found.group(0) if found else ""
 
 
+def position(row: dict[str, Any]) -> tuple[tuple[bool, int], int]:
+    """Where an event sits in its session: its counter epoch (rows without one first), then its seq."""
+    return (row["epoch"] is not None, row["epoch"] or 0), row["seq"]
+
+
 def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each error's follow-up facts, straight from the README's definitions."""
     out: dict[str, dict[str, Any]] = {}
     sessions = {c["session_id"] for c in calls}
     for sid in sessions:
-        used = sorted({c["seq"] for c in calls if c["session_id"] == sid}
-                      | {m["seq"] for m in marks if m["session_id"] == sid})
-        events = [(c["seq"], 0, c["id"], c) for c in calls if c["session_id"] == sid]
-        events += [(m["seq"], 1, m["id"], m) for m in marks
+        used = sorted({position(c) for c in calls if c["session_id"] == sid}
+                      | {position(m) for m in marks if m["session_id"] == sid})
+        events = [(*position(c), 0, c["id"], c) for c in calls if c["session_id"] == sid]
+        events += [(*position(m), 1, m["id"], m) for m in marks
                    if m["session_id"] == sid and m["kind"] in ("user_turn", "end")]
-        events.sort(key=lambda e: (e[0], e[1], e[2]))  # seq, calls before marks, then the id breaks ties
-        order = [e for e in events if e[1] == 0]
-        for i, (_, _, _, c) in enumerate(order):
+        events.sort(key=lambda e: e[:4])  # epoch, seq, calls before marks, then the id breaks ties
+        order = [e for e in events if e[2] == 0]
+        for i, (*_pos, c) in enumerate(order):
             if c["outcome"] != "error":
                 continue
-            at = next(k for k, e in enumerate(events) if e[1] == 0 and e[2] == c["id"])
-            nxt = order[i + 1][3] if i + 1 < len(order) else None
+            at = next(k for k, e in enumerate(events) if e[2] == 0 and e[3] == c["id"])
+            nxt = order[i + 1][4] if i + 1 < len(order) else None
             first = events[at + 1] if at + 1 < len(events) else None
             same = nxt is not None and nxt["tool"] == c["tool"] and nxt["fingerprint"] == c["fingerprint"]
-            later = [q for q in used if q > c["seq"]]
-            gap = bool(later) and later[0] > c["seq"] + 1  # records are missing right after the error
+            # records are missing right after the error: the next position used is not seq + 1 in its epoch,
+            # nor seq 1 of a later epoch (a counter started anew)
+            later = [q for q in used if q > position(c)]
+            gap = bool(later) and later[0][1] > (c["seq"] + 1 if later[0][0] == position(c)[0] else 1)
             if gap:
                 follow = "unknown"
                 same = False
             elif first is None:
                 follow = "nothing"
-            elif first[1] == 1:
-                follow = "end" if first[3]["kind"] == "end" else "user_turn"
+            elif first[2] == 1:
+                follow = "end" if first[4]["kind"] == "end" else "user_turn"
             elif same:
                 follow = "repeat"
-            elif first[3]["tool"] == c["tool"]:
+            elif first[4]["tool"] == c["tool"]:
                 follow = "repair"
             else:
                 follow = "other_tool"
             marks_between = False
             if nxt is not None:
-                at_next = next(k for k, e in enumerate(events) if e[1] == 0 and e[2] == nxt["id"])
-                marks_between = any(e[1] == 1 for e in events[at + 1:at_next])
+                at_next = next(k for k, e in enumerate(events) if e[2] == 0 and e[3] == nxt["id"])
+                marks_between = any(e[2] == 1 for e in events[at + 1:at_next])
             length = 0
             if same:
-                for _, _, _, later in order[i + 1:]:
-                    if later["tool"] != c["tool"] or later["fingerprint"] != c["fingerprint"]:
+                for *_rest, after in order[i + 1:]:
+                    if after["tool"] != c["tool"] or after["fingerprint"] != c["fingerprint"]:
                         break
                     length += 1
             justified = same and c["retryable"] is True
@@ -107,10 +114,19 @@ def reference_followups(calls: list[dict[str, Any]], marks: list[dict[str, Any]]
     return out
 
 
+def reference_missing(calls: list[dict[str, Any]], marks: list[dict[str, Any]]) -> dict[str, int]:
+    """Per session, the seqs missing in its counters: each epoch's seqs run 1, 2, ... with none skipped."""
+    used: dict[str, dict[Any, set[int]]] = {}
+    for row in (*calls, *marks):
+        used.setdefault(row["session_id"], {}).setdefault(row["epoch"], set()).add(row["seq"])
+    return {sid: sum(max(seqs) - len(seqs) for seqs in epochs.values()) for sid, epochs in used.items()}
+
+
 # --- generated sessions ---------------------------------------------------------------------------------------
 
 tools_ = st.sampled_from(["search", "create_task", "send_mail"])
 fingerprints = st.sampled_from(["f1", "f2", "f3"])
+writers = st.sampled_from([0, 0, 0, 1])  # two processes writing one session, each with its own counter
 hashes = st.none() | st.dictionaries(st.sampled_from(["due", "title", "items"]), st.sampled_from(["h1", "h2"]),
                                      max_size=3)
 
@@ -129,15 +145,20 @@ def call_spec(draw: st.DrawFn) -> dict[str, Any]:
         "variant": draw(st.sampled_from(["legacy", "structured"])),
         "unmapped": draw(st.booleans()) if error else False,
         "gap_ms": draw(st.integers(0, 4000)),
-        "tie": draw(st.booleans()), "id_key": draw(st.integers(0, 9)),
+        "tie": draw(st.booleans()), "id_key": draw(st.integers(0, 9)), "writer": draw(writers),
     }
 
 
 event_spec = st.one_of(
     call_spec(), call_spec(), call_spec(),
     st.fixed_dictionaries({"kind": st.sampled_from(["user_turn", "end", "note"]), "gap_ms": st.integers(0, 4000),
-                           "tie": st.booleans(), "id_key": st.integers(0, 9)}),
-    st.fixed_dictionaries({"kind": st.just("lost"), "gap_ms": st.integers(0, 4000)}),  # a record deleted
+                           "tie": st.booleans(), "id_key": st.integers(0, 9), "writer": writers}),
+    st.fixed_dictionaries({"kind": st.just("lost"), "gap_ms": st.integers(0, 4000),  # a record deleted
+                           "writer": writers}),
+    # a writer's counter started anew (a process restarted, or its counter evicted): seq 1 under a new epoch,
+    # which may be lower than another writer's (the epoch orders, not the time of writing)
+    st.fixed_dictionaries({"kind": st.just("restart"), "gap_ms": st.just(0), "writer": writers,
+                           "epoch": st.integers(1, 9).map(lambda k: k * 100)}),
 )
 sessions_spec = st.lists(st.lists(event_spec, min_size=1, max_size=14), min_size=1, max_size=4)
 
@@ -147,14 +168,19 @@ def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], l
     marks: list[dict[str, Any]] = []
     for s, events in enumerate(sessions):
         ts = T0 + dt.timedelta(hours=s)
-        seq = 0
+        # each writer's counter: [epoch, last seq]; rows without an epoch (written before it existed) in even sessions
+        counters = {0: [None if s % 2 == 0 else 50, 0], 1: [70, 0]}
         for i, e in enumerate(events, start=1):
             ts += dt.timedelta(milliseconds=e["gap_ms"])
+            counter = counters[e.get("writer", 0)]
+            if e["kind"] == "restart":
+                counter[:] = [e["epoch"] + i, 0]  # + i: every counter gets its own epoch
+                continue
             # "tie": the same seq as the event before (two writers sharing a session id); then the id decides,
             # and "id_key" makes id order differ from write order
-            seq = seq if e.get("tie") and seq else seq + 1
-            base = {"id": f"{s:02d}-{e.get('id_key', 0)}-{i:03d}", "session_id": f"session-{s}", "seq": seq, "ts": ts,
-                    "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": None}
+            counter[1] = counter[1] if e.get("tie") and counter[1] else counter[1] + 1
+            base = {"id": f"{s:02d}-{e.get('id_key', 0)}-{i:03d}", "session_id": f"session-{s}", "seq": counter[1],
+                    "ts": ts, "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": counter[0]}
             if e["kind"] == "lost":
                 continue  # its seq stays unused: a gap, as a dropped record or a crashed process leaves
             if e["kind"] != "call":
@@ -233,6 +259,11 @@ def test_report_arm_totals_match_the_definitions(sessions: list[list[dict[str, A
         assert dict(arm.field_repairs) == {"changed": changed.count(True), "unchanged": changed.count(False),
                                            "unknown": changed.count(None)}
     assert {v.variant for v in result.variants} == {c["variant"] for c in calls}
+    missing = reference_missing(calls, marks)
+    assert result.data_range.sessions_with_gaps == sum(1 for sid in {c["session_id"] for c in calls} if missing[sid])
+    assert result.health is not None
+    assert (result.health.sessions, result.health.sessions_with_gaps, result.health.missing_records) == (
+        len(missing), sum(1 for n in missing.values() if n), sum(missing.values()))
 
 
 def test_a_loop_after_a_user_turn_is_a_loop_but_not_back_to_back() -> None:
@@ -299,3 +330,48 @@ def test_an_error_followed_by_deleted_records_has_an_unknown_follow_up_left_out_
     from shadow.analytics._render import render_table
 
     assert "1 sessions have gaps" in render_table(result)
+
+
+_RESTART = {"kind": "restart", "gap_ms": 0, "epoch": 200}
+#: Two sessions whose counters restart under a new epoch, with a record lost in the new epoch of each.
+RESTART_SESSIONS = [
+    # epoch 1: six calls; the restarted counter's seq 2 is lost, which epoch 1's own seq 2 must not hide
+    [_call("search", "f1", "error"), *[_call("search", "f1", "ok")] * 4, _call("create_task", "c1", "error"),
+     _RESTART, _call("create_task", "c1", "error"), {"kind": "lost", "gap_ms": 0}, _call("create_task", "c1", "ok")],
+    # a clean restart right after an error: what followed it is the new counter's seq 1, no gap
+    [_call("search", "f1", "ok"), _call("search", "f1", "ok"), _call("create_task", "c1", "error"),
+     _RESTART, _call("create_task", "c2", "ok"), _call("search", "f2", "ok"), _call("search", "f3", "ok"),
+     {"kind": "lost", "gap_ms": 0}, _call("search", "f4", "ok")],
+]
+
+
+def test_a_counter_restarted_under_a_new_epoch_is_neither_a_gap_nor_a_hiding_place_for_one() -> None:
+    calls, marks = build(RESTART_SESSIONS)
+    wh = load(calls, marks)
+    rows = sql_followups(wh)
+    assert rows["00-0-006"]["follow_up"] == "repeat"  # the last of epoch 1, then seq 1 of the next: no gap
+    assert (rows["00-0-008"]["follow_up"], rows["00-0-008"]["looped"]) == ("unknown", False)
+    assert rows["01-0-003"]["follow_up"] == "repair"  # not taken for a gap by the next epoch's missing seq 4
+    assert {k: v["follow_up"] for k, v in rows.items()} == {
+        k: v["follow_up"] for k, v in reference_followups(calls, marks).items()}
+    result = report.loop_rate_report(wh, resamples=50)
+    assert result.variants[0].follow_ups["unknown"] == 1
+    assert result.data_range.sessions_with_gaps == 2
+    assert result.health is not None
+    assert (result.health.sessions_with_gaps, result.health.missing_records) == (2, 2)
+
+
+def test_two_processes_writing_one_session_leave_no_gap_when_nothing_is_lost() -> None:
+    def on(writer: int, call: dict[str, Any]) -> dict[str, Any]:
+        return {**call, "writer": writer}
+
+    # two processes interleave in time, each with its own counter (epoch): seqs 1, 2, 3 and 1, 2
+    calls, marks = build([[on(0, _call("search", "f1", "error")), on(1, _call("search", "f1", "error")),
+                           on(0, _call("search", "f1", "ok")), on(1, _call("send_mail", "m1", "error")),
+                           on(0, _call("create_task", "c1", "error"))]])
+    wh = load(calls, marks)
+    rows = sql_followups(wh)
+    assert "unknown" not in {r["follow_up"] for r in rows.values()}
+    assert {k: v["follow_up"] for k, v in rows.items()} == {
+        k: v["follow_up"] for k, v in reference_followups(calls, marks).items()}
+    assert report.loop_rate_report(wh, resamples=50).data_range.sessions_with_gaps == 0

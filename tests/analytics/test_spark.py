@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from test_loop_definitions import FIELDS, build, load, reference_followups, sessions_spec
+from hypothesis import HealthCheck, example, given, settings
+from test_loop_definitions import FIELDS, RESTART_SESSIONS, build, load, reference_followups, sessions_spec
 from typer.testing import CliRunner
 
 from shadow.analytics import _spark
@@ -154,6 +154,7 @@ def test_shadow_dashboard_on_spark_writes_the_duckdb_page(spark: Any, demo_expor
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
 @given(sessions=sessions_spec)
+@example(sessions=RESTART_SESSIONS)  # counters restarted under a new epoch, records lost in them
 def test_spark_followups_match_the_definitions_with_ties_in_seq(spark: Any, tmp_path: Path,
                                                                 sessions: list[list[dict[str, Any]]]) -> None:
     calls, marks = build(sessions)
@@ -167,6 +168,16 @@ def test_spark_followups_match_the_definitions_with_ties_in_seq(spark: Any, tmp_
     for error_id, facts in expected.items():
         for name in FIELDS:
             assert got[error_id][name] == facts[name], (error_id, name)
+
+
+def test_gaps_and_epoch_restarts_are_counted_the_same_on_both_engines(spark: Any, tmp_path: Path) -> None:
+    wh = load(*build(RESTART_SESSIONS))
+    want = _without_time(loop_rate_report(wh, resamples=50).to_dict())
+    wh.export_parquet(tmp_path / "export")
+    with _spark.SparkModels(spark, tmp_path / "export") as models:
+        have = _without_time(loop_rate_report(models, resamples=50).to_dict())
+    assert _differences(have, want) == []
+    assert want["data_range"]["sessions_with_gaps"] == 2 and want["health"]["missing_records"] == 2
 
 
 def test_the_spark_engine_without_parquet_or_with_bad_conf_is_a_usage_error(tmp_path: Path) -> None:

@@ -146,3 +146,27 @@ def successes_only(directory: Path, calls: int = 30) -> Store:
     with Warehouse.open(path) as wh:
         wh.sync(url, rebuild=True)
     return Store(url, path, calls)
+
+
+def with_gaps(store: Store, errors: int = 3) -> list[str]:
+    """Delete the record right after ``errors`` errors (each in its own session, with records after the deleted
+    one), as a drop or a crashed process would, and sync again; returns the ids of those errors."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(store.url)
+    with engine.begin() as con:
+        events = con.execute(sa.text("SELECT id, session_id, seq, outcome FROM calls UNION ALL "
+                                     "SELECT id, session_id, seq, NULL FROM marks ORDER BY 2, 3")).all()
+        by_position = {(sid, seq): rid for rid, sid, seq, _ in events}
+        chosen: list[tuple[str, str, str]] = []
+        for rid, sid, seq, outcome in events:
+            if (len(chosen) < errors and outcome == "error" and (sid, seq + 2) in by_position
+                    and not any(c[1] == sid for c in chosen)):
+                chosen.append((rid, sid, by_position[(sid, seq + 1)]))
+        for _, _, gone in chosen:
+            for table in ("calls", "marks"):
+                con.execute(sa.text(f"DELETE FROM {table} WHERE id = :id"), {"id": gone})
+    engine.dispose()
+    with Warehouse.open(store.warehouse) as wh:
+        wh.sync(store.url, rebuild=True)
+    return [rid for rid, _, _ in chosen]

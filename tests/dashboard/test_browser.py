@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _dashboard_stores import EVIL_ACTOR, EVIL_CODE, EVIL_REASON, EVIL_TOOL, EVIL_VARIANT, build
+from _dashboard_stores import EVIL_ACTOR, EVIL_CODE, EVIL_REASON, EVIL_TOOL, EVIL_VARIANT, build, with_gaps
 
 from shadow.analytics._warehouse import Warehouse
 from shadow.dashboard import _page as dashboard
@@ -254,3 +254,22 @@ def test_the_recommendation_lines_come_first_one_per_tool_in_words(browser: Any,
         assert seen.console_errors == [] and seen.requests == [seen.url]
     finally:
         page.close()
+
+
+def test_the_health_panel_shows_the_unknown_follow_ups_of_a_log_with_deleted_records(browser: Any,
+                                                                                   tmp_path: Path) -> None:
+    store = build(tmp_path, sessions=16, hostile_records=False)
+    gone = with_gaps(store, errors=2)
+    with Warehouse.open(store.warehouse, read_only=True) as wh:
+        data = collect(wh)
+    path = dashboard.write_page(dashboard.render(data), tmp_path / "gaps.html")
+    seen = visit(browser, path, len(dashboard.figures(data)))
+    try:
+        line = seen.page.locator("#panel-health #follow-ups-unknown")
+        assert line.is_visible()
+        text = " ".join(line.inner_text().split())
+        assert text.startswith(f"Missing records: {len(gone)} of ") and "unknown follow-up" in text
+        assert f"; {len(gone)} of 16 sessions shown have gaps" in text
+        assert seen.console_errors == [] and seen.page_errors == []
+    finally:
+        seen.page.close()

@@ -28,6 +28,7 @@ from _dashboard_stores import (
     Store,
     build,
     successes_only,
+    with_gaps,
 )
 from plotly.offline import get_plotlyjs
 from typer.testing import CliRunner
@@ -158,6 +159,31 @@ def test_a_log_without_errors_gives_a_page_that_says_what_is_missing(tmp_path: P
     assert "No errors in this range yet" in page and "savings come only from a randomised split" in page
     assert "No flag changes in the audit log" in page
     assert f"{quiet.calls:,} calls" in page
+
+
+def _health_text(page: str) -> str:
+    found = re.search(r'<section class="panel" id="panel-health">.*?</section>', page, re.DOTALL)
+    assert found is not None
+    return html.unescape(re.sub(r"<[^>]+>", " ", found.group(0)))
+
+
+def test_the_health_panel_says_how_many_follow_ups_are_unknown_and_which_sessions_have_gaps(tmp_path: Path
+                                                                                            ) -> None:
+    store = build(tmp_path, sessions=16, hostile_records=False)
+    with Warehouse.open(store.warehouse, read_only=True) as wh:
+        assert "Every error's follow-up is known" in _health_text(dashboard.build_dashboard(wh))
+    gone = with_gaps(store, errors=3)  # records deleted right after three errors, as a drop would
+    assert len(gone) == 3
+    with Warehouse.open(store.warehouse, read_only=True) as wh:
+        unknown = {r for r, in wh.con.execute("SELECT id FROM error_followups WHERE follow_up = 'unknown'").fetchall()}
+        (errors, sessions), = wh.con.execute("SELECT (SELECT count(*) FROM error_followups), "
+                                             "(SELECT count(DISTINCT session_id) FROM calls)").fetchall()
+        text = " ".join(_health_text(dashboard.build_dashboard(wh)).split())
+    assert unknown == set(gone)
+    assert (f"{len(gone)} of {errors:,} errors have an unknown follow-up (records are missing right after them) "
+            "and are left out of the loop rate") in text
+    assert f"{len(gone)} of {sessions:,} sessions shown have gaps" in text
+    assert f"Whole log: {len(gone)} of {sessions:,} sessions have gaps in their sequence numbers" in text
 
 
 def test_the_bucket_width_follows_the_data_range() -> None:

@@ -82,6 +82,24 @@ def test_messages_of_one_shape_share_a_shape_and_the_regex_reads_the_masked_part
     assert ids.text == "No item found with id <id>, status code <status>"
 
 
+def test_a_credential_in_a_message_is_masked_and_never_becomes_a_context_field() -> None:
+    import re
+
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    shape = shape_of(f"token {token} rejected for user 'ana'")
+    assert token not in shape.text and token not in shape.pattern
+    assert shape.text == "token <secret> rejected for user '<user>'" and shape.fields == ("user",)
+    found = re.search(shape.pattern, "token ghp_ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210 rejected for user 'bo'")
+    assert found is not None and found.groupdict() == {"user": "bo"}
+
+
+def test_json_keys_curly_quotes_and_windows_paths_are_read_as_such() -> None:
+    body = shape_of('{"message":"Bad credentials","status":"401"}')
+    assert body.text == '{"message":"<message>","status":"<status>"}'  # the keys stay, the values vary
+    assert shape_of("open C:\\Users\\ana\\notes.txt failed").text == "open <path> failed"
+    assert shape_of("no field “due date” here").text == "no field “<field>” here"
+
+
 def test_the_text_of_proxy_adapter_and_string_payloads() -> None:
     proxied = {"content": [{"type": "text", "text": "Error executing tool git_add: Ref 'x' did not resolve"}],
                "isError": True}

@@ -20,7 +20,14 @@ from shadow.contract._rules import Rules
 from shadow.flags._db import Variant
 from shadow.testing import assert_no_leak, assert_valid_payload
 from shadow.transcripts._formats import FormatError
-from shadow.transcripts._importer import ImportOptions, Summary, import_files, read_file, records
+from shadow.transcripts._importer import (
+    SYNTHETIC_TIME_SOURCE,
+    ImportOptions,
+    Summary,
+    import_files,
+    read_file,
+    records,
+)
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 runner = CliRunner()
@@ -76,7 +83,7 @@ def test_arguments_are_fingerprinted_exactly_as_live_calls() -> None:
 
 def test_records_carry_the_source_the_arm_and_valid_payloads() -> None:
     found = read("openai_chat.json", "openai")[0]
-    assert {r.source for r in found} == {"import"}
+    assert {r.source for r in found} == {SYNTHETIC_TIME_SOURCE}  # the file gives no times
     for record in calls(found):
         assert (record.mode, record.variant, record.process) == ("shadow", "legacy", "import")
         assert record.schema_valid
@@ -237,8 +244,8 @@ def test_importing_the_same_files_twice_adds_nothing(db_url: str) -> None:
     assert (second.written, second.already_present) == (0, 10)
     assert (len(rows(db_url, tables.calls)), len(rows(db_url, tables.marks))) == before == (7, 3)
     stored = rows(db_url, tables.calls)
-    assert {r["source"] for r in stored} == {"import"}
-    assert {r["source"] for r in rows(db_url, tables.marks)} == {"import"}
+    assert {r["source"] for r in stored} == {"import", SYNTHETIC_TIME_SOURCE}  # openai_chat.json gives no times
+    assert {r["source"] for r in rows(db_url, tables.marks)} == {"import", SYNTHETIC_TIME_SOURCE}
 
 
 def test_the_same_content_under_another_name_is_recognised(sqlite_url: str, tmp_path: Path) -> None:
@@ -337,5 +344,5 @@ def test_bad_input_gets_a_clear_error(tmp_path: Path, args: list[str], message: 
 def test_marks_are_mark_records() -> None:
     found = read("openai_chat.json", "openai")[0]
     marks = [r for r in found if isinstance(r, MarkRecord)]
-    assert [(m.kind, m.source, m.process) for m in marks] == [("user_turn", "import", "import"),
-                                                              ("end", "import", "import")]
+    assert [(m.kind, m.source, m.process) for m in marks] == [("user_turn", SYNTHETIC_TIME_SOURCE, "import"),
+                                                              ("end", SYNTHETIC_TIME_SOURCE, "import")]

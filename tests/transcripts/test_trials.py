@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,33 @@ def test_a_result_key_names_any_other_link(tmp_path: Path) -> None:
     summary = Summary()
     found = [r for r in records(read_file(path, options), options, summary) if isinstance(r, CallRecord)]
     assert [(c.tool, c.code) for c in found] == [("lookup", None), ("search", "rate_limited")]
+
+
+def test_the_report_and_the_dashboard_say_which_times_are_synthetic(tmp_path: Path) -> None:
+    from shadow.analytics._warehouse import Warehouse
+    from shadow.dashboard._page import build_dashboard
+
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    warehouse = tmp_path / "shadow.duckdb"
+    trials = tmp_path / TRIALS.name
+    trials.write_bytes(TRIALS.read_bytes())
+    later = dt.datetime(2030, 1, 1, tzinfo=dt.UTC).timestamp()
+    os.utime(trials, (later, later))  # the synthetic times: the file's modification time
+    imported = runner.invoke(app, ["import", str(trials), "--input-format", "openai", "--id-key", "task_id,trial",
+                                   "--db-url", url])
+    assert imported.exit_code == ExitCode.OK, imported.output
+    where = ["--db-url", url, "--warehouse", str(warehouse)]
+    text = runner.invoke(app, ["report", "loop-rate", *where])
+    assert text.exit_code == ExitCode.OK, text.output
+    said = " ".join(text.stdout.split())
+    assert "Synthetic times: 6 of 12 calls were imported without a time" in said
+    assert "--since, per-day rows and savings do not say when they happened" in said
+    as_json = runner.invoke(app, ["report", "loop-rate", *where, "-f", "json"])
+    assert json.loads(as_json.stdout)["data_range"]["synthetic_time_calls"] == 6
+    with Warehouse.open(warehouse, read_only=True) as wh:
+        page = " ".join(build_dashboard(wh).split())
+    assert "Synthetic times: 6 of 12 calls were imported without a time" in page
+    # a range with only the calls that carry their time: nothing to say
+    timed = runner.invoke(app, ["report", "loop-rate", *where, "--no-sync", "-f", "json", "--until", "2029-12-31"])
+    assert json.loads(timed.stdout)["data_range"]["calls"] == 6
+    assert json.loads(timed.stdout)["data_range"]["synthetic_time_calls"] == 0

@@ -16,10 +16,11 @@
 --   * Loop length: how many consecutive calls after the error repeat it exactly (same tool and fingerprint).
 --   * Follow-up: the first EVENT after the error: repeat | repair (same tool, other arguments) | other_tool |
 --     user_turn | end (a mark) | nothing (the session has no later event) | unknown: a gap follows the error.
---   * Gaps: a session's seqs are consecutive (calls and marks of every kind, 'unlogged' included); when the next
---     seq used after an error's is not seq + 1, records are missing (dropped, a crashed process) and what
---     followed the error is not known: follow_up is 'unknown', looped is false, and the report leaves such
---     errors out of the loop rate's denominator.
+--   * Gaps: within an epoch a session's seqs are consecutive from 1 (calls and marks of every kind, 'unlogged'
+--     included); when the next position used after an error's is neither seq + 1 in its epoch nor seq 1 of a
+--     later epoch (a counter started anew: a restart is no gap), records are missing (dropped, a crashed process)
+--     and what followed the error is not known: follow_up is 'unknown', looped is false, and the report leaves
+--     such errors out of the loop rate's denominator.
 --   * Justified retry: a loop after an error that was retryable; it waited when the next call started at least
 --     retry_after_ms after the error's call started.
 --   * For a validation_error naming a field (error_field), a repair changed the field when the per-argument
@@ -37,19 +38,24 @@ scoped_marks AS NOT MATERIALIZED (
     WHERE kind IN ('user_turn', 'end')
       AND ($all_sessions OR session_id IN (SELECT session_id FROM sync_scope))
 ),
--- Every seq a session used (calls and marks of any kind) and the next one used after it: a gap is missing records.
+-- Every position (epoch, seq) a session used (calls and marks of any kind) and the next one used after it: a gap
+-- is missing records. Positions order as events do (epoch, rows without one first; then seq).
 used_seqs AS (
-    SELECT DISTINCT session_id, seq
+    SELECT DISTINCT session_id, epoch, seq
     FROM (
-        SELECT session_id, seq FROM scoped_calls
+        SELECT session_id, epoch, seq FROM scoped_calls
         UNION ALL
-        SELECT session_id, seq FROM marks
+        SELECT session_id, epoch, seq FROM marks
         WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
     ) AS used
 ),
 next_used AS (
-    SELECT session_id, seq, LEAD(seq) OVER (PARTITION BY session_id ORDER BY seq) AS next_seq
+    SELECT session_id, epoch, seq,
+           -- the position that should come next: seq + 1 in the same epoch, or seq 1 of a later one
+           LEAD(seq) OVER w > CASE WHEN LEAD(epoch) OVER w IS NOT DISTINCT FROM epoch THEN seq + 1 ELSE 1 END
+               AS gap_after
     FROM used_seqs
+    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq)
 ),
 -- Calls and marks as one ordered stream per session, narrowed to what the windows need (call columns are NULL
 -- on marks, so "IGNORE NULLS" steps over marks to the neighbouring call).
@@ -94,9 +100,9 @@ runs AS (
 errors AS (
     SELECT c.*, r.next_is_mark, r.next_kind, r.next_call_id, r.next_tool, r.next_ts, r.call_pos, r.n_calls,
            r.next_run_start,
-           COALESCE(g.next_seq > c.seq + 1, false) AS gap_after,
+           COALESCE(g.gap_after, false) AS gap_after,
            r.next_call_id IS NOT NULL AND r.next_tool = c.tool AND r.next_fingerprint = c.fingerprint
-               AND NOT COALESCE(g.next_seq > c.seq + 1, false) AS looped,
+               AND NOT COALESCE(g.gap_after, false) AS looped,
            CASE WHEN c.error_field IS NULL THEN NULL
                 WHEN c.arg_hashes IS NOT NULL
                      AND map_contains(CAST(c.arg_hashes AS MAP(VARCHAR, VARCHAR)), c.error_field) THEN c.error_field
@@ -104,7 +110,8 @@ errors AS (
            END AS field_key
     FROM runs AS r
     JOIN scoped_calls AS c ON c.id = r.call_id AND c.outcome = 'error'
-    LEFT JOIN next_used AS g ON g.session_id = c.session_id AND g.seq = c.seq
+    LEFT JOIN next_used AS g
+        ON g.session_id = c.session_id AND g.epoch IS NOT DISTINCT FROM c.epoch AND g.seq = c.seq
     WHERE r.is_error
 ),
 -- A repair after a validation_error naming a field: the next call's per-argument fingerprints, to compare.

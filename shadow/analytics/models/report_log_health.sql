@@ -5,15 +5,19 @@
 -- Params: none.
 -- Returns rows of two kinds: kind 'process' (process, host, calls, marks, first_write, last_write) and kind
 -- 'sessions' (calls = sessions, marks = sessions with a gap, missing = sequence numbers missing in them).
--- Sequence numbers start at 1 in every session and calls and marks share them, so a session whose highest
--- number exceeds the distinct numbers it holds lost a record (or its writer has not flushed it yet).
+-- Sequence numbers start at 1 in every session's counter (each epoch: a counter started anew restarts at 1) and
+-- calls and marks share them, so a counter whose highest number exceeds the distinct numbers it holds lost a
+-- record (or its writer has not flushed it yet).
 WITH events AS (
-    SELECT session_id, seq, ts, process, host, 1 AS is_call FROM calls
+    SELECT session_id, epoch, seq, ts, process, host, 1 AS is_call FROM calls
     UNION ALL
-    SELECT session_id, seq, ts, process, host, 0 AS is_call FROM marks
+    SELECT session_id, epoch, seq, ts, process, host, 0 AS is_call FROM marks
+),
+per_counter AS (
+    SELECT session_id, max(seq) - count(DISTINCT seq) AS missing FROM events GROUP BY session_id, epoch
 ),
 per_session AS (
-    SELECT session_id, max(seq) - count(DISTINCT seq) AS missing FROM events GROUP BY session_id
+    SELECT session_id, sum(missing) AS missing FROM per_counter GROUP BY session_id
 )
 SELECT 'process' AS kind, process, host, sum(is_call) AS calls, count(*) - sum(is_call) AS marks,
        min(ts) AS first_write, max(ts) AS last_write, 0 AS missing

@@ -1,16 +1,29 @@
-"""The shape of an error message: its varying parts (numbers, ids, quoted values, paths, dates) masked and named."""
+"""The shape of an error message: its varying parts (numbers, ids, quoted values, paths, dates) masked and named.
+
+One function for every place that groups error texts: ``shadow rules suggest`` (groups, draft rules) and the
+report's evidence (unmapped errors by shape, shown in the report and the dashboard); both read a legacy payload's
+error text with ``legacy_text``.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-_TOKENS: Final = re.compile(r"""
-    (?P<url>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>()\[\]]*[^\s'"<>()\[\]:.,;])
+from shadow._redact import REDACTED, scrub_text
+from shadow.contract._rules import error_text
+from shadow.normalize._mcp import mcp_error_value
+
+_TOKENS: Final = re.compile(rf"(?P<secret>{re.escape(REDACTED)})" + r"""
+  | (?P<url>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>()\[\]]*[^\s'"<>()\[\]:.,;])
   | (?P<email>\b[\w.+-]+@[\w-]+\.[\w.-]+\b)
-  | (?P<quoted>'[^'\n\s]{1,120}(?:\ [^'\n\s]+){0,2}'|"[^"\n\s]{1,120}(?:\ [^"\n\s]+){0,2}"|`[^`\n]{1,120}`)
-  | (?P<path>(?<![\w.:/<>-])(?:~|\.{1,2})?/(?:[\w.@+%~-]+/?)+|\b[\w.-]+(?:/[\w.-]+)+/?)
+  | (?P<quoted>'[^'\n\s]{1,120}(?:\ [^'\n\s]+){0,2}'|(?<![\w"])"[^"\n\s\\]{1,120}(?:\ [^"\n\s\\]+){0,2}"(?!\s*:)
+              |`[^`\n]{1,120}`|‘[^’\n]{1,120}’|“[^”\n]{1,120}”)
+  | (?P<path>(?<![\w.:/<>-])(?:~|\.{1,2})?/(?:[\w.@+%~-]+/?)+|\b[\w.-]+(?:/[\w.-]+)+/?
+             |\b[A-Za-z]:(?:\\[\w.@+-]+)+\\?)
   | (?P<host>\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|co|edu|gov|de|uk|local|internal|example|invalid|test)\b)
   | (?P<date>\b\d{4}-\d{2}-\d{2}(?:[T\ ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b)
   | (?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)
@@ -26,7 +39,8 @@ _FIELD: Final = {"url": "url", "email": "email", "path": "path", "host": "host",
                  "hex": "id", "address": "address", "time": "time", "number": "number", "quoted": "value",
                  "named": "value"}
 #: What a masked part matches in the rule's regex.
-_MATCH: Final = {"url": r"\S+", "email": r"\S+@\S+", "path": r"\S+", "host": r"[\w.-]+", "date": r"[\d\-T:.Z+ ]+?",
+_MATCH: Final = {"secret": r"\S+",
+                 "url": r"\S+", "email": r"\S+@\S+", "path": r"\S+", "host": r"[\w.-]+", "date": r"[\d\-T:.Z+ ]+?",
                  "uuid": r"[0-9a-fA-F-]{36}", "hex": r"[0-9a-fA-F]+", "address": r"[\d.:]+", "time": r"[\d:]+",
                  "number": r"-?\d+(?:\.\d+)?", "named": r"[^\s'\",;:)]+"}
 _STATUS_BEFORE = re.compile(r"\b(?:status(?: code)?|http)\W{0,3}$", re.IGNORECASE)
@@ -37,6 +51,7 @@ _NOT_NAMES: Final = frozenset({
     "file", "exists", "named", "line", "code", "cmdline",
 })
 _MAX_SHAPE: Final = 300
+_SPACE: Final = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +85,12 @@ def _fixed(text: str) -> str:
 
 def shape_of(message: str) -> Shape:
     """The shape of ``message``; the regex, anchored at the start, covers its first line (at most 200
-    characters of it), and the end too when that is the whole message."""
-    text = message.strip()
+    characters of it), and the end too when that is the whole message.
+
+    Credential-shaped text is scrubbed first and shown as ``<secret>``, matched but never a context field (a rule
+    must not copy a credential into a payload). Runs of whitespace read as one space in the shape.
+    """
+    text = scrub_text(message).strip()
     first = text.split("\n", 1)[0][:200]
     pieces: list[str] = []
     regex: list[str] = []
@@ -81,14 +100,22 @@ def shape_of(message: str) -> Shape:
     for found in _TOKENS.finditer(text):
         kind = found.lastgroup or "number"
         before = text[position:found.start()]
+        token = found.group(0)
+        if kind == "secret":
+            pieces += [before, "<secret>"]
+            if found.end() <= len(first):
+                regex += [_fixed(first[consumed:found.start()]), rf"(?:{_MATCH[kind]})"]
+                consumed = found.end()
+            position = found.end()
+            continue
         name = _field_name(kind, text[max(0, found.start() - 40):found.start()], taken)
-        pieces += [before, f"<{name}>" if kind != "quoted" else f"{found.group(0)[0]}<{name}>{found.group(0)[0]}"]
+        pieces += [before, f"<{name}>" if kind != "quoted" else f"{token[0]}<{name}>{token[-1]}"]
         if found.end() <= len(first):
             regex.append(_fixed(first[consumed:found.start()]))
             consumed = found.end()
             if kind == "quoted":
-                quote = re.escape(found.group(0)[0])
-                regex.append(f"{quote}(?P<{name}>[^{quote}\\n]*){quote}")
+                opening, closing = re.escape(token[0]), re.escape(token[-1])
+                regex.append(f"{opening}(?P<{name}>[^{closing}\\n]*){closing}")
             else:
                 regex.append(f"(?P<{name}>{_MATCH[kind]})")
             fields.append(name)
@@ -96,6 +123,36 @@ def shape_of(message: str) -> Shape:
     pieces.append(text[position:])
     if consumed < len(first):
         regex.append(_fixed(first[consumed:]))
-    shape = re.sub(r"[ \t]+", " ", "".join(pieces))[:_MAX_SHAPE]
+    shape = _SPACE.sub(" ", "".join(pieces))[:_MAX_SHAPE]
     whole = first == text
     return Shape(shape, r"^\s*" + "".join(regex) + (r"\s*$" if whole else ""), tuple(fields))
+
+
+def legacy_text(payload: object) -> tuple[str, str | None]:
+    """The error text a legacy payload carries, and the exception class when the legacy tool raised.
+
+    Reads the adapter's ``{"exception", "message"}``, an MCP result (``content`` text blocks, the SDK's
+    ``Error executing tool NAME:`` prefix removed), a string, or an error-shaped value."""
+    if isinstance(payload, list):
+        texts = [str(block.get("text", "")) for block in payload
+                 if isinstance(block, Mapping) and block.get("type") == "text"]
+        if texts:
+            return _without_prefix("\n".join(texts)), None
+    if isinstance(payload, Mapping):
+        if isinstance(payload.get("exception"), str) and "message" in payload:
+            return str(payload.get("message") or ""), str(payload["exception"])
+        content = payload.get("content")
+        if isinstance(content, list | str):  # an MCP result (proxy), or an imported one (``shadow import``)
+            return legacy_text(content)
+        found = error_text(payload)
+        if found:
+            return _without_prefix(found), None
+        return json.dumps(payload, ensure_ascii=False, sort_keys=True)[:2000], None
+    if isinstance(payload, str):
+        return _without_prefix(payload), None
+    return json.dumps(payload, ensure_ascii=False)[:2000], None
+
+
+def _without_prefix(text: str) -> str:
+    inner = mcp_error_value(text).get("error")
+    return inner if isinstance(inner, str) else text
