@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -53,8 +52,9 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 
 def _sqlite_time(value: dt.datetime) -> str:
     """UTC wall time in the form SQLAlchemy's SQLite ``DateTime`` stores and reads (readers attach UTC)."""
-    ts = value if value.tzinfo is dt.UTC else utc(value)
-    return ts.replace(tzinfo=None).isoformat(" ", "microseconds")
+    if value.tzinfo is dt.UTC:
+        return value.isoformat(" ", "microseconds")[:-6]  # without "+00:00"
+    return utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def _quote(name: str) -> str:
@@ -79,18 +79,16 @@ class _Insert:
             f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) "
             f"VALUES ({', '.join(mark for _ in fields)}) ON CONFLICT ({_quote('id')}) DO NOTHING"
         )
-        self.get = operator.attrgetter(*fields)
-        self.json = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, JSON)]
-        self.times = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, DateTime)]
         self.to_time: Callable[[dt.datetime], Any] = _sqlite_time if backend == "sqlite" else utc
-
-    def row(self, record: Record) -> tuple[Any, ...]:
-        values = list(self.get(record))
-        for i in self.json:
-            values[i] = plain.dumps(values[i])
-        for i in self.times:
-            values[i] = self.to_time(values[i])
-        return tuple(values)
+        # One generated function per table (as dataclasses generates __init__): a tuple of the fields in order,
+        # JSON columns through orjson, times in UTC; a third faster than a loop over the fields.
+        json = {name for name in fields if isinstance(table.c[name].type, JSON)}
+        times = {name for name in fields if isinstance(table.c[name].type, DateTime)}
+        values = ", ".join(f"_json(r.{n})" if n in json else f"_time(r.{n})" if n in times else f"r.{n}"
+                           for n in fields)
+        namespace: dict[str, Any] = {"_json": plain.dumps, "_time": self.to_time}
+        exec(f"def row(r):\n    return ({values},)\n", namespace)
+        self.row: Callable[[Record], tuple[Any, ...]] = namespace["row"]
 
 
 class SqlStore:
