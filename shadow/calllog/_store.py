@@ -7,7 +7,9 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+import orjson
 from sqlalchemy import JSON, Connection, DateTime, Engine, Table, exc
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
 from shadow import _plain as plain
@@ -89,6 +91,30 @@ class _Insert:
         namespace: dict[str, Any] = {"_json": plain.dumps, "_time": self.to_time}
         exec(f"def row(r):\n    return ({values},)\n", namespace)
         self.row: Callable[[Record], tuple[Any, ...]] = namespace["row"]
+        self.bulk_sql = _bulk_sql(table, fields, json) if backend == "postgresql" else None
+
+    def statement(self, records: Sequence[Record]) -> tuple[str, Any]:
+        """The statement and its parameters: on PostgreSQL, when JSON carries the batch exactly, one document
+        (orjson encodes the records in one call, the server reads them with ``json_to_recordset``); else one
+        tuple per record for ``executemany``."""
+        if self.bulk_sql is not None:
+            try:
+                text = orjson.dumps(records, option=orjson.OPT_NAIVE_UTC).decode()
+            except TypeError:  # an integer past 64 bits: the driver's path, as json.dumps stores it
+                text = None
+            if text is not None and "\\u0000" not in text:  # NUL: json columns take it, json_to_recordset not
+                return self.bulk_sql, (text,)
+        return self.sql, [self.row(record) for record in records]
+
+
+def _bulk_sql(table: Table, fields: list[str], json: set[str]) -> str:
+    """A PostgreSQL insert of a JSON array of records: each field read with its column's type, JSON columns
+    verbatim (``null`` kept as JSON ``null``, as the per-row insert stores it)."""
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    values = ", ".join(f"coalesce(r.{_quote(n)}, 'null'::json)" if n in json else f"r.{_quote(n)}" for n in fields)
+    columns = ", ".join(f"{_quote(n)} {table.c[n].type.compile(dialect=dialect)}" for n in fields)
+    return (f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) SELECT {values} "
+            f"FROM json_to_recordset(%s::json) AS r({columns}) ON CONFLICT ({_quote('id')}) DO NOTHING")
 
 
 class SqlStore:
@@ -128,15 +154,17 @@ class SqlStore:
         """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
         if not records:
             return
-        call_rows: list[tuple[Any, ...]] = []
-        mark_rows: list[tuple[Any, ...]] = []
+        call_records: list[Record] = []
+        mark_records: list[Record] = []
         for record in records:
             if isinstance(record, CallRecord):
-                call_rows.append(self._calls.row(record))
+                call_records.append(record)
             elif isinstance(record, MarkRecord):
-                mark_rows.append(self._marks.row(record))
+                mark_records.append(record)
             else:
                 raise TypeError(f"not a call or mark record: {type(record).__name__}")
+        statements = [insert.statement(kind) for insert, kind in ((self._calls, call_records),
+                                                                   (self._marks, mark_records)) if kind]
         try:
             engine = self._engine()
             if not self._ensured:
@@ -144,9 +172,8 @@ class SqlStore:
                 self._ensured = True
             with engine.begin() as conn:
                 self._bound(conn)
-                for insert, rows in ((self._calls, call_rows), (self._marks, mark_rows)):
-                    if rows:
-                        conn.exec_driver_sql(insert.sql, rows)
+                for sql, parameters in statements:
+                    conn.exec_driver_sql(sql, parameters)
         except Exception as error:
             if not is_outage(error):
                 raise
