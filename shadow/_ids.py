@@ -32,10 +32,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def uuid7() -> uuid.UUID:
     """A UUIDv7: 48-bit Unix milliseconds, then a 12-bit counter and random bits; monotonic per process."""
-    return uuid.UUID(int=_uuid7_int())
+    now, counter, rand = _next()
+    return uuid.UUID(int=(now & _MASK48) << 80 | counter << 64 | _VERSION_AND_VARIANT | rand)
 
 
-def _uuid7_int() -> int:
+def _next() -> tuple[int, int, int]:
+    """The next id's milliseconds, counter and 62 random bits."""
     global _last_ms, _counter
     with _lock:
         now = time.time_ns() // 1_000_000
@@ -48,15 +50,23 @@ def _uuid7_int() -> int:
         else:
             _counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
         _last_ms = now
-        counter = _counter
         if not _pool:  # 62 random bits per id, drawn _POOL ids at a time (one system call per _POOL ids)
             data = os.urandom(8 * _POOL)
             _pool.extend(int.from_bytes(data[i:i + 8], "big") & _MASK62 for i in range(0, len(data), 8))
-        rand = _pool.pop()
-    return (now & _MASK48) << 80 | counter << 64 | _VERSION_AND_VARIANT | rand
+        return now, _counter, _pool.pop()
+
+
+_prefix: tuple[int, str] = (-1, "")  # the text of the last millisecond seen: "xxxxxxxx-xxxx-7"
 
 
 def new_id() -> str:
-    """A UUIDv7 as its canonical 36-character string."""
-    h = _uuid7_int().to_bytes(16, "big").hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A UUIDv7 as its canonical 36-character string (``str(uuid7())``, without the ``UUID`` object)."""
+    global _prefix
+    now, counter, rand = _next()
+    ms, prefix = _prefix
+    if ms != now:
+        h = f"{now & _MASK48:012x}"
+        prefix = f"{h[:8]}-{h[8:]}-7"
+        _prefix = (now, prefix)
+    tail = f"{rand | 1 << 63:016x}"  # the variant bits (0b10) above the random ones
+    return f"{prefix}{counter:03x}-{tail[:4]}-{tail[4:]}"

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from shadow import _fingerprint
+from shadow import _fingerprint, _redact
 from shadow._redact import JSONValue, is_secret_key, scrub_text
 from shadow.contract._rules import _ERROR_KEYS, _STATUS_KEYS, ERROR_TEXT_PREFIX
 
@@ -25,6 +25,7 @@ from shadow.contract._rules import _ERROR_KEYS, _STATUS_KEYS, ERROR_TEXT_PREFIX
 _MAYBE_SECRET: Final = re.compile(r"[\s_=:]|sk-|AKIA|eyJ")
 _MAX_DEPTH: Final = 20  # below both conversion depths (redaction 20, fingerprints 64)
 _MAX_STRING: Final = 4096
+_SHORT: Final = _redact._SHORTEST  # shorter and without ":" or "=": scrub_text returns the text as it is
 _SORTED: Final = orjson.OPT_SORT_KEYS
 _secret_keys: dict[str, bool] = {}
 
@@ -74,7 +75,8 @@ def clean(value: object, depth: int = 0) -> bool:
                 return False
             inner = type(item)
             if inner is str:  # the common case, inline: short text without a credential's characters
-                if len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item):
+                if not (len(item) < _SHORT and ":" not in item and "=" not in item) and (
+                        len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item)):
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
@@ -89,7 +91,8 @@ def clean(value: object, depth: int = 0) -> bool:
         for item in value:  # type: ignore[attr-defined]
             inner = type(item)
             if inner is str:
-                if len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item):
+                if not (len(item) < _SHORT and ":" not in item and "=" not in item) and (
+                        len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item)):
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
