@@ -6,16 +6,25 @@ import os
 import threading
 import time
 import uuid
+from typing import Final
+
+_MASK48: Final = (1 << 48) - 1
+_MASK62: Final = (1 << 62) - 1
+_VERSION_AND_VARIANT: Final = 0x7 << 76 | 0b10 << 62
+_POOL: Final = 64  # random draws per os.urandom call
 
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0
+_pool: list[int] = []
 
 
 def _after_fork_in_child() -> None:
-    """The parent's threads may have held the lock at ``fork``: the child starts with a free one."""
+    """The parent's threads may have held the lock at ``fork``; and the child must not reuse the parent's random
+    bits (its ids would repeat the parent's): it starts with a free lock and an empty pool."""
     global _lock
     _lock = threading.Lock()
+    _pool.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -23,10 +32,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def uuid7() -> uuid.UUID:
     """A UUIDv7: 48-bit Unix milliseconds, then a 12-bit counter and random bits; monotonic per process."""
-    return uuid.UUID(int=_uuid7_int())
+    now, counter, rand = _next()
+    return uuid.UUID(int=(now & _MASK48) << 80 | counter << 64 | _VERSION_AND_VARIANT | rand)
 
 
-def _uuid7_int() -> int:
+def _next() -> tuple[int, int, int]:
+    """The next id's milliseconds, counter and 62 random bits."""
     global _last_ms, _counter
     with _lock:
         now = time.time_ns() // 1_000_000
@@ -39,27 +50,23 @@ def _uuid7_int() -> int:
         else:
             _counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
         _last_ms = now
-        counter = _counter
-    return (now & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | _rand62()
+        if not _pool:  # 62 random bits per id, drawn _POOL ids at a time (one system call per _POOL ids)
+            data = os.urandom(8 * _POOL)
+            _pool.extend(int.from_bytes(data[i:i + 8], "big") & _MASK62 for i in range(0, len(data), 8))
+        return now, _counter, _pool.pop()
 
 
-def _rand62() -> int:
-    """62 random bits: ``os.urandom`` drawn 32 ids at a time (one system call per 32 ids)."""
-    global _pool, _pool_pid
-    with _pool_lock:
-        if not _pool or _pool_pid != os.getpid():
-            _pool_pid = os.getpid()
-            data = os.urandom(8 * 32)
-            _pool = [int.from_bytes(data[i:i + 8], "big") & ((1 << 62) - 1) for i in range(0, len(data), 8)]
-        return _pool.pop()
-
-
-_pool: list[int] = []
-_pool_pid = 0
-_pool_lock = threading.Lock()
+_prefix: tuple[int, str] = (-1, "")  # the text of the last millisecond seen: "xxxxxxxx-xxxx-7"
 
 
 def new_id() -> str:
-    """A UUIDv7 as its canonical 36-character string."""
-    h = f"{_uuid7_int():032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A UUIDv7 as its canonical 36-character string (``str(uuid7())``, without the ``UUID`` object)."""
+    global _prefix
+    now, counter, rand = _next()
+    ms, prefix = _prefix
+    if ms != now:
+        h = f"{now & _MASK48:012x}"
+        prefix = f"{h[:8]}-{h[8:]}-7"
+        _prefix = (now, prefix)
+    tail = f"{rand | 1 << 63:016x}"  # the variant bits (0b10) above the random ones
+    return f"{prefix}{counter:03x}-{tail[:4]}-{tail[4:]}"

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from shadow import _fingerprint
+from shadow import _fingerprint, _redact
 from shadow._redact import JSONValue, is_secret_key, scrub_text
 from shadow.contract._rules import _ERROR_KEYS, _STATUS_KEYS, ERROR_TEXT_PREFIX
 
@@ -25,6 +25,7 @@ from shadow.contract._rules import _ERROR_KEYS, _STATUS_KEYS, ERROR_TEXT_PREFIX
 _MAYBE_SECRET: Final = re.compile(r"[\s_=:]|sk-|AKIA|eyJ")
 _MAX_DEPTH: Final = 20  # below both conversion depths (redaction 20, fingerprints 64)
 _MAX_STRING: Final = 4096
+_SHORT: Final = _redact._SHORTEST  # shorter and without ":" or "=": scrub_text returns the text as it is
 _SORTED: Final = orjson.OPT_SORT_KEYS
 _secret_keys: dict[str, bool] = {}
 
@@ -61,6 +62,7 @@ def clean(value: object, depth: int = 0) -> bool:
             return False
         mapping: dict[Any, Any] = value  # type: ignore[assignment]
         known = _secret_keys
+        maybe_secret = _MAYBE_SECRET.search
         for key, item in mapping.items():
             if type(key) is not str:
                 return False
@@ -72,19 +74,30 @@ def clean(value: object, depth: int = 0) -> bool:
             if secret:
                 return False
             inner = type(item)
-            ok = _scalar(item, inner) if inner is not dict and inner is not list else None
-            if ok is None:
-                ok = clean(item, depth + 1)
-            if not ok:
+            if inner is str:  # the common case, inline: short text without a credential's characters
+                if not (len(item) < _SHORT and ":" not in item and "=" not in item) and (
+                        len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item)):
+                    return False
+            elif inner is dict or inner is list:
+                if not clean(item, depth + 1):
+                    return False
+            elif not _scalar(item, inner):
                 return False
         return True
     if kind is list:
         if depth >= _MAX_DEPTH:
             return False
+        maybe_secret = _MAYBE_SECRET.search
         for item in value:  # type: ignore[attr-defined]
             inner = type(item)
-            ok = _scalar(item, inner) if inner is not dict and inner is not list else None
-            if not (clean(item, depth + 1) if ok is None else ok):
+            if inner is str:
+                if not (len(item) < _SHORT and ":" not in item and "=" not in item) and (
+                        len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item)):
+                    return False
+            elif inner is dict or inner is list:
+                if not clean(item, depth + 1):
+                    return False
+            elif not _scalar(item, inner):
                 return False
         return True
     return bool(_scalar(value, kind))
@@ -98,15 +111,35 @@ def snapshot(value: JSONValue) -> tuple[JSONValue, int]:
     return orjson.loads(data), len(data)
 
 
+_keyed: tuple[bytes, Any] | None = None  # (key, a blake2b keyed with it): copied, not keyed anew, per hash
+
+
+def _hasher() -> Any:
+    """A fresh BLAKE2b keyed like the general path (the fleet's fingerprint key)."""
+    global _keyed
+    key = _fingerprint._the_key()
+    found = _keyed
+    if found is None or found[0] is not key:
+        found = _keyed = (key, hashlib.blake2b(digest_size=16, key=key))
+    return found[1].copy()
+
+
 def fingerprint(value: JSONValue) -> str:
     """``_fingerprint.fingerprint`` of a ``clean`` value, without the conversion."""
-    key = _fingerprint._the_key()  # keyed like the general path (the fleet's fingerprint key)
-    return hashlib.blake2b(orjson.dumps(value, option=_SORTED), digest_size=16, key=key).hexdigest()
+    hasher = _hasher()
+    hasher.update(orjson.dumps(value, option=_SORTED))
+    return hasher.hexdigest()  # type: ignore[no-any-return]
 
 
 def argument_hashes(args: Mapping[str, JSONValue]) -> dict[str, str]:
     """``_fingerprint.argument_hashes`` of clean arguments."""
-    return {key: fingerprint(item) for key, item in args.items()}
+    base = _hasher()
+    hashes: dict[str, str] = {}
+    for key, item in args.items():
+        hasher = base.copy()
+        hasher.update(orjson.dumps(item, option=_SORTED))
+        hashes[key] = hasher.hexdigest()
+    return hashes
 
 
 def general_fingerprint(value: object) -> str:

@@ -34,6 +34,7 @@ __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats"]
 log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
+_RECORDS = (CallRecord, MarkRecord)
 
 
 class Writer(Intake):
@@ -241,20 +242,22 @@ class Writer(Intake):
 
     def _take(self, generation: int) -> tuple[list[Record], int]:
         """Pop up to one batch from the queue, building deferred items (watched by ``_watch``)."""
-        self._taking, self._taking_popped = [], 0
-        while self._taking_popped < self.batch_size:
+        taking: list[Record] = []
+        self._taking, self._taking_popped = taking, 0
+        queue, gen_lock, clock, size = self._queue, self._gen_lock, time.monotonic, self.batch_size
+        while self._taking_popped < size:
             try:
-                item = self._queue.popleft()
+                item = queue.popleft()
             except IndexError:
                 break
             self._taking_popped += 1
-            if isinstance(item, CallRecord | MarkRecord):
-                self._taking.append(item)
+            if isinstance(item, _RECORDS):
+                taking.append(item)
                 continue
-            self._building_since = time.monotonic()
+            self._building_since = clock()
             try:
                 built = item.build()
-                if not isinstance(built, CallRecord | MarkRecord):
+                if not isinstance(built, _RECORDS):
                     raise TypeError(f"build() returned {type(built).__name__}, not a CallRecord or MarkRecord")
             except Exception as exc:
                 built = None
@@ -262,11 +265,11 @@ class Writer(Intake):
                 self._fail("writer.build_failed", exc, item=type(item).__name__)
             finally:
                 self._building_since = None
-            with self._gen_lock:
-                if not self._current(generation):
+            with gen_lock:
+                if generation != self._generation:
                     return [], 0  # this build hung and was given up: the new thread owns the batch
                 if built is not None:
-                    self._taking.append(built)
+                    taking.append(built)
         batch, popped = self._taking, self._taking_popped
         self._taking, self._taking_popped = [], 0
         return batch, popped

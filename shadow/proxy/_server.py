@@ -122,7 +122,7 @@ def cutover_tool(tool: types.Tool) -> types.Tool:
     return tool.model_copy(update={"description": description, "output_schema": schema()})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ProxyCall(PendingCall):
     """A proxied call's raw facts; ``build`` (in the writer thread) reads the MCP result and makes the record."""
 
