@@ -13,9 +13,10 @@ _counter = 0
 
 
 def _after_fork_in_child() -> None:
-    """The parent's threads may have held the lock at ``fork``: the child starts with a free one."""
-    global _lock
+    """The parent's threads may have held the locks at ``fork``: the child starts with free ones."""
+    global _lock, _pool_lock
     _lock = threading.Lock()
+    _pool_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

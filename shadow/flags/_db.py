@@ -109,6 +109,7 @@ class DbFlags:
         self._ready = False
         self._loaded = threading.Event()
         _instances.add(self)
+        db.preload(self.url)  # here, not in the refresh thread: a fork mid-import would hang the child
 
     # -- reading (hot path)
 
