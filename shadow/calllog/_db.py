@@ -201,6 +201,9 @@ def preload(url: str) -> None:
         make_url(normalise_url(url)).get_dialect().import_dbapi()
 
 
+preload("sqlite://")  # the default store's, on import: before any thread of the application or of shadow's runs
+
+
 def engine(url: str) -> Engine:
     """The shared engine for ``url`` in this process."""
     url = normalise_url(url)
