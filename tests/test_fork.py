@@ -265,3 +265,51 @@ def test_prefork_workers_of_a_master_that_used_shadow_log_every_call_whichever_w
         boot = con.execute("SELECT count(*) FROM calls WHERE session_id = 'master'").fetchone()
         intact = con.execute("PRAGMA integrity_check").fetchone()
         assert (calls.fetchone(), marks[0], boot[0], intact[0]) == ((40, 40), 40, 1, "ok")
+
+
+_OPENFEATURE_HELD = textwrap.dedent('''
+    import os, threading
+    from openfeature import api
+    from openfeature.provider.in_memory_provider import InMemoryFlag, InMemoryProvider
+    import shadow
+    from shadow.flags._openfeature import OpenFeatureFlags
+
+    api.set_provider(InMemoryProvider({"shadow.lookup.mode": InMemoryFlag("on", {"on": "shadow"})}), domain="fork")
+    flags = OpenFeatureFlags(api.get_client("fork"), audit=False, ttl=0.0)
+
+    @shadow.tool(name="lookup", flags=flags)
+    def lookup(item):
+        return {"item": item}
+
+    with shadow.session("parent"):
+        lookup("warm")
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with flags._lock:
+            held.set()
+            release.wait()
+
+    threading.Thread(target=holder, daemon=True).start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        threading.Timer(8, lambda: os._exit(9)).start()  # hung: exit 9 instead of hanging the test
+        with shadow.session("child"):  # a session the cache has not seen: evaluated and remembered (the lock)
+            lookup("x")
+        with shadow.session("parent"):  # a stale entry: refreshed in the background
+            lookup("y")
+        os._exit(0 if flags.flush(5) and shadow.flush(5) else 3)
+    release.set()
+    _, status = os.waitpid(pid, 0)
+    print("child", os.waitstatus_to_exitcode(status))
+''')
+
+
+def test_the_openfeature_source_lock_held_at_fork_does_not_hang_the_child(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _OPENFEATURE_HELD], env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "child 0", done.stdout + done.stderr[-2000:]
+    with sqlite3.connect(tmp_path / "shadow.db") as con:
+        rows = con.execute("SELECT session_id, mode FROM calls ORDER BY session_id, seq").fetchall()
+    assert sorted(rows) == [("child", "shadow"), ("parent", "shadow"), ("parent", "shadow")]
