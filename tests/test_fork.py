@@ -313,3 +313,35 @@ def test_the_openfeature_source_lock_held_at_fork_does_not_hang_the_child(tmp_pa
     with sqlite3.connect(tmp_path / "shadow.db") as con:
         rows = con.execute("SELECT session_id, mode FROM calls ORDER BY session_id, seq").fetchall()
     assert sorted(rows) == [("child", "shadow"), ("parent", "shadow"), ("parent", "shadow")]
+
+
+_FLAGS_EVENT_HELD = textwrap.dedent('''
+    import os, threading
+    import shadow
+    from shadow.flags import _db as flagmod
+
+    flags = flagmod.DbFlags(os.environ["SHADOW_DB_URL"])
+    assert flags.wait(10)
+    held, release = threading.Event(), threading.Event()
+
+    def holder():  # a thread inside Event.set() or wait() at fork holds the event's own lock
+        with flags._loaded._cond:
+            held.set()
+            release.wait()
+
+    threading.Thread(target=holder, daemon=True).start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        threading.Timer(8, lambda: os._exit(9)).start()
+        os._exit(0 if flags.wait(5) else 3)
+    release.set()
+    _, status = os.waitpid(pid, 0)
+    print("child", os.waitstatus_to_exitcode(status))
+''')
+
+
+def test_waiting_for_the_flags_in_a_child_forked_mid_wait_does_not_hang(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _FLAGS_EVENT_HELD], env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "child 0", done.stdout + done.stderr[-2000:]

@@ -325,6 +325,9 @@ def _after_fork_in_child() -> None:
     for flags in list(_instances):
         flags._lock = threading.Lock()
         flags._refreshing = False
+        flags._loaded = threading.Event()  # its own lock may be held too; set again when the flags were loaded
+        if flags._states is not None:
+            flags._loaded.set()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
