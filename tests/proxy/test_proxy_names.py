@@ -28,7 +28,8 @@ def stored(url: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("mode", ["shadow", "cutover"])
 def test_oddly_named_upstream_tools_are_forwarded_as_named_and_logged_under_a_storable_name(
         mode: str, db_url: str, tmp_path: Path) -> None:
-    env = {**environment(tmp_path, f"*={mode}"), "SHADOW_DB_URL": db_url, "FIXTURE_ODD_NAMES": "1"}
+    env = {**environment(tmp_path, f"*={mode}"), "SHADOW_DB_URL": db_url, "FIXTURE_ODD_NAMES": "1",
+           "SHADOW_SPOOL": str(tmp_path / "spool")}  # what a writer would set aside lands here, not in the checkout
     steps: list[tuple[str, dict[str, Any]]] = [(LONG_NAME, {"text": "a"}), (NUL_NAME, {"text": "b"}),
                                                (LONG_NAME[:-1] + "y", {"text": "c"}), ("add", {"a": 1, "b": 2})]
     direct = drive(FIXTURE, {**env, "SHADOW_DB_URL": ""}, steps[:2], tmp_path / "direct.log")
