@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+import weakref
 from typing import Any, Final
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, pool
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -45,33 +47,48 @@ def normalise_url(url: str) -> str:
 
 
 class _ForkGate:
-    """Keeps ``fork`` out of SQLite transactions.
+    """Keeps SQLite out of ``fork``: no thread of the parent is inside SQLite, and no connection crosses it.
 
-    SQLite keeps its in-process lock state in library memory: a child forked while a thread of the parent held a
-    connection mid-transaction inherits that lock, held by a connection it does not have, and its own writes then wait
-    for a lock that is never released. ``fork`` waits (at most ``_FORK_WAIT`` seconds) until no SQLite connection is
-    checked out, and none is checked out until it is done.
+    SQLite keeps the lock state of each database file in library memory, per process, and a child inherits it. A
+    child forked while a thread of the parent was connecting (``PRAGMA journal_mode=WAL`` locks a new file), in a
+    transaction or closing a connection (a checkpoint) inherits locks that nothing in the child will release: its
+    own writes wait out the busy timeout. And a child whose parent had a connection open, even idle, shares that
+    connection's bookkeeping: its own connections then take no file locks of their own, so another process may
+    checkpoint and reset the WAL under them (lost commits, a malformed database). So ``fork`` waits (at most
+    ``_FORK_WAIT`` seconds) until no thread is inside a SQLite pool (getting, using or returning a connection),
+    keeps them out until it is done, and closes the idle pooled connections first: the child starts with no SQLite
+    state of shadow's, and the parent reconnects on its next write.
     """
 
     def __init__(self) -> None:
-        self.cond = threading.Condition()
+        self.cond = threading.Condition()  # re-entrant: ``before_fork`` closes connections while holding it
         self.busy = 0
+        self.pools: weakref.WeakSet[pool.Pool] = weakref.WeakSet()
 
-    def enter(self, *_args: Any) -> None:
+    def enter(self) -> None:
         with self.cond:
             self.busy += 1
 
-    def leave(self, *_args: Any) -> None:
+    def leave(self) -> None:
         with self.cond:
             self.busy = max(0, self.busy - 1)
             if not self.busy:
                 self.cond.notify_all()
+
+    def add(self, gated: pool.Pool) -> None:
+        with self.cond:
+            self.pools.add(gated)
 
     def before_fork(self) -> None:
         self.cond.acquire()
         deadline = time.monotonic() + _FORK_WAIT
         while self.busy and (left := deadline - time.monotonic()) > 0:
             self.cond.wait(left)
+        if self.busy:
+            return  # a connection is still in use (a write past _FORK_WAIT): fork anyway rather than hang
+        for idle in list(self.pools):
+            with contextlib.suppress(Exception):
+                idle.dispose()
 
     def after_fork_in_parent(self) -> None:
         self.cond.release()
@@ -79,6 +96,7 @@ class _ForkGate:
     def after_fork_in_child(self) -> None:
         self.cond = threading.Condition()
         self.busy = 0
+        self.pools = weakref.WeakSet()
 
 
 _FORK_WAIT: Final = 5.0
@@ -87,10 +105,70 @@ os.register_at_fork(before=_gate.before_fork, after_in_parent=_gate.after_fork_i
                     after_in_child=_gate.after_fork_in_child)
 
 
+class _GatedQueuePool(pool.QueuePool):
+    """SQLAlchemy's pool for a SQLite file, with every use of a connection (from getting it, connecting included,
+    to returning it, closing included) and every close of idle ones inside the fork gate."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _gate.add(self)
+
+    def _do_get(self) -> pool.ConnectionPoolEntry:
+        _gate.enter()
+        try:
+            return super()._do_get()
+        except BaseException:
+            _gate.leave()
+            raise
+
+    def _do_return_conn(self, record: pool.ConnectionPoolEntry) -> None:
+        try:
+            super()._do_return_conn(record)
+        finally:
+            _gate.leave()
+
+    def dispose(self) -> None:
+        _gate.enter()
+        try:
+            super().dispose()
+        finally:
+            _gate.leave()
+
+
+class _GatedNullPool(pool.NullPool):
+    """A connection per use (migrations), connecting and closing inside the fork gate."""
+
+    def _do_get(self) -> pool.ConnectionPoolEntry:
+        _gate.enter()
+        try:
+            return super()._do_get()
+        except BaseException:
+            _gate.leave()
+            raise
+
+    def _do_return_conn(self, record: pool.ConnectionPoolEntry) -> None:
+        try:
+            super()._do_return_conn(record)
+        finally:
+            _gate.leave()
+
+
+def _sqlite_pool(url: str, requested: type[pool.Pool] | None) -> type[pool.Pool] | None:
+    """The gated pool class for a SQLite file (SQLAlchemy's default there is a ``QueuePool``); else ``requested``."""
+    if requested is pool.NullPool:
+        return _GatedNullPool
+    database = make_url(url).database
+    in_memory = database in (None, "", ":memory:") or "mode=memory" in url
+    return _GatedQueuePool if requested is None and not in_memory else requested
+
+
 def create(url: str, **kwargs: Any) -> Engine:
     """A new engine for ``url``, with SQLite set up for several writers (WAL, 30 s busy timeout)."""
     url = normalise_url(url)
     if url.startswith("sqlite"):
+        poolclass = _sqlite_pool(url, kwargs.pop("poolclass", None))
+        if poolclass is not None:
+            kwargs["poolclass"] = poolclass
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs)
 
         @event.listens_for(engine, "connect")
@@ -101,8 +179,6 @@ def create(url: str, **kwargs: Any) -> Engine:
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
-        event.listen(engine, "checkout", _gate.enter)
-        event.listen(engine, "checkin", _gate.leave)
         return engine
     connect_args: dict[str, Any] = {}
     if url.startswith("postgresql"):
@@ -112,6 +188,20 @@ def create(url: str, **kwargs: Any) -> Engine:
             if f"{key}=" not in url:
                 connect_args[key] = value
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+
+
+def preload(url: str) -> None:
+    """Import the dialect and the driver of ``url`` now, in the calling thread (never raises).
+
+    A child forked while a thread of its parent was importing a module waits for ever to import that module (the
+    thread holding its import lock does not exist in the child). So the constructors of stores and flag sources call
+    this, and their background threads find everything imported already.
+    """
+    with contextlib.suppress(Exception):
+        make_url(normalise_url(url)).get_dialect().import_dbapi()
+
+
+preload("sqlite://")  # the default store's, on import: before any thread of the application or of shadow's runs
 
 
 def engine(url: str) -> Engine:
@@ -124,12 +214,18 @@ def engine(url: str) -> Engine:
         return found
 
 
+#: The pools a forked child inherited, kept so that their connections (the parent's) are never closed here: closing
+#: one runs SQLite's close (a checkpoint attempt, its file locks) in the child.
+_inherited: list[pool.Pool] = []
+
+
 def _after_fork_in_child() -> None:
     """A forked child must not reuse its parent's connections (dropped from the pools without closing them), nor
     wait on a lock a thread of the parent held at ``fork``."""
     global _lock
     _lock = threading.Lock()
     for item in list(_engines.values()):
+        _inherited.append(item.pool)
         item.dispose(close=False)
 
 

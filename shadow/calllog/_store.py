@@ -136,6 +136,7 @@ class SqlStore:
         self.backend = backend
         self.lock_timeout = lock_timeout
         self._ensured = False
+        db.preload(self.url)  # here, not in the writer's threads: a fork mid-import would hang the child
         self._calls = _Insert(calls, CallRecord, backend)
         self._marks = _Insert(marks, MarkRecord, backend)
 

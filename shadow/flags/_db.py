@@ -109,6 +109,7 @@ class DbFlags:
         self._ready = False
         self._loaded = threading.Event()
         _instances.add(self)
+        db.preload(self.url)  # here, not in the refresh thread: a fork mid-import would hang the child
 
     # -- reading (hot path)
 
@@ -324,6 +325,9 @@ def _after_fork_in_child() -> None:
     for flags in list(_instances):
         flags._lock = threading.Lock()
         flags._refreshing = False
+        flags._loaded = threading.Event()  # its own lock may be held too; set again when the flags were loaded
+        if flags._states is not None:
+            flags._loaded.set()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
+import os
 import queue
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
@@ -75,6 +77,17 @@ class OpenFeatureFlags:
         self._thread: threading.Thread | None = None
         self._warned: set[tuple[str, str]] = set()
         self._at_exit = False
+        _instances.add(self)
+
+    def _forget_in_child(self) -> None:
+        """After ``fork`` in the child: a lock no thread of the parent holds, and none of its background work (its
+        thread does not exist here; the parent carries out what it had queued)."""
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._jobs = queue.SimpleQueue()
+        self._pending = set()
+        self._busy = 0
+        self._thread = None
 
     # -- the hot path
 
@@ -243,3 +256,14 @@ class OpenFeatureFlags:
             return str(self.client.provider.get_metadata().name)[:100]
         except Exception:
             return "unknown provider"
+
+
+_instances: weakref.WeakSet[OpenFeatureFlags] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for flags in list(_instances):
+        flags._forget_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from shadow import _sessions as sessions
 from shadow._adapter import PendingCall, ToolSpec
 from shadow._ids import new_id
 from shadow._logs import get_logger
+from shadow._names import MAX_NAME, name_problem, storable_name
 from shadow._redact import JSONValue
 from shadow.calllog._records import CallRecord, MarkRecord
 from shadow.contract._codes import Code
@@ -54,7 +56,7 @@ log = get_logger("shadow.proxy")
 __all__ = [
     "CONNECTION_CLOSED", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "PROXY_RULES", "REQUEST_TIMEOUT", "ProxyCall",
     "ProxyStartError", "ShadowProxy", "Upstream", "UpstreamTimeout", "UpstreamUnavailable", "cutover_tool",
-    "is_idempotent", "proxy_rules", "result_dump", "result_value", "serve", "structured_result",
+    "is_idempotent", "proxy_rules", "result_dump", "result_value", "serve", "stored_tool_name", "structured_result",
 ]
 
 PROXY_RULES: Final = Rules((
@@ -107,6 +109,15 @@ def structured_result(payload: Payload) -> types.CallToolResult:
         structured_content=dict(payload),
         is_error=not payload["ok"],
     )
+
+
+def stored_tool_name(name: str) -> str:
+    """The name the call log and the flags know an upstream tool by: its own when the log can store it, else one
+    made storable (NULs replaced, cut short) and ended by a hash of the original, so that names stay apart."""
+    if name_problem(name) is None:
+        return name
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{storable_name(name, MAX_NAME - 9)}#{digest}"
 
 
 def is_idempotent(tool: types.Tool | None) -> bool:
@@ -165,14 +176,26 @@ class ShadowProxy:
         self.session_id = session_id or f"mcp-{name}-{uuid.uuid4().hex[:16]}"
         self.tools: dict[str, types.Tool] = {}
         self._specs: dict[str, ToolSpec] = {}
+        self._names: dict[str, str] = {}
         self._logged = False
+
+    def _name(self, tool: str) -> str:
+        """``stored_tool_name(tool)``; a name that had to change is reported once, with what it is logged as."""
+        found = self._names.get(tool)
+        if found is None:
+            found = self._names[tool] = stored_tool_name(tool)
+            if found != tool:
+                shown = tool if len(tool) <= 60 else tool[:60] + "…"
+                log.warning("proxy_tool_name_normalised", tool=shown, problem=name_problem(tool), logged_as=found,
+                            hint="the call is forwarded under its own name; flags and the call log use logged_as")
+        return found
 
     def _flags(self) -> FlagSource:
         return self.flags or flagmod.current()
 
     def _served_structured(self, tool: str) -> bool:
         try:
-            state = self._flags().state(tool)
+            state = self._flags().state(self._name(tool))
             return state.mode is Mode.CUTOVER and state.variant(self.session_id) is Variant.STRUCTURED
         except Exception as exc:
             log.warning("proxy_flag_failed", tool=tool, error_type=type(exc).__name__)
@@ -193,7 +216,7 @@ class ShadowProxy:
 
     def _begin(self, tool: str) -> tuple[Mode, Variant, int] | None:
         try:
-            state = self._flags().state(tool)
+            state = self._flags().state(self._name(tool))
             if state.mode is Mode.LEGACY:
                 return None
             self._logged = True
@@ -256,7 +279,8 @@ class ShadowProxy:
     def _spec(self, tool: str) -> ToolSpec:
         found = self._specs.get(tool)
         if found is None:
-            found = self._specs[tool] = ToolSpec(tool, self.rules, is_idempotent(self.tools.get(tool)), None, "proxy")
+            found = self._specs[tool] = ToolSpec(self._name(tool), self.rules, is_idempotent(self.tools.get(tool)),
+                                                 None, "proxy")
         return found
 
     # -- prompts and resources pass through unchanged
