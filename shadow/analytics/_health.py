@@ -6,6 +6,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
+from shadow._text import counted
+
 #: The table the writer's counters are persisted in, when the writer persists them (read only if it exists).
 WRITER_STATS_TABLE: Final = "writer_stats"
 WRITER_STATS_COLUMNS: Final = ("process", "host", "written", "spooled", "replayed", "dropped", "updated_at")
@@ -101,7 +103,7 @@ def log_health(source: Any) -> LogHealth:
         message = (f"{gaps:,} of {sessions:,} sessions have gaps in their sequence numbers ({missing:,} records "
                    "missing): a writer dropped records or has not flushed them yet")
     else:
-        message = f"no sequence gaps in {sessions:,} sessions"
+        message = f"no sequence gaps in {counted(sessions, 'session')}"
     message += ("" if counters is not None else "; writer counters: not recorded (this store has no "
                 f"{WRITER_STATS_TABLE} table)")
     return LogHealth(sessions, gaps, missing, counters is not None, total("written"), total("spooled"),

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine, case, func, inspect, select
 from shadow import _clock as clock
 from shadow._config import sqlite_path
 from shadow._redact import find_leaks
+from shadow._text import counted
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
 from shadow.contract._codes import CODE_TABLE, Code
@@ -112,7 +113,7 @@ class Readiness:
     def explain(self) -> str:
         """A short text for a person: the verdict, then each reason (what ``shadow flags set`` can print)."""
         head = f"{self.tool} is {'ready' if self.ready else 'not ready'} for cutover"
-        head += f" ({self.calls} calls, {self.errors} errors, {self.unmapped_share:.1%} unmapped)"
+        head += f" ({counted(self.calls, 'call')}, {counted(self.errors, 'error')}, {self.unmapped_share:.1%} unmapped)"
         return "\n".join([head, *(f"- {reason}" for reason in self.reasons)])
 
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from shadow._text import counted
 from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
 from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport, synthetic_time_note
 
@@ -84,7 +85,8 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines: list[str] = []
     if banner and d.simulated_calls:
         lines += [*wrap(SIMULATED_NOTE.format(n=d.simulated_calls), width), ""]
-    lines += wrap(f"Loop rate: {d.calls:,} calls, {d.errors:,} errors, {d.sessions:,} sessions, "
+    lines += wrap(f"Loop rate: {counted(d.calls, 'call')}, {counted(d.errors, 'error')}, "
+                  f"{counted(d.sessions, 'session')}, "
                   f"{_when(d.first_call)} to {_when(d.last_call)} UTC"
                   + (f", tool {report.filters.tool}" if report.filters.tool else ""), width)
     if not d.calls and report.filters == Filters():  # a filter that matches nothing is not an empty log

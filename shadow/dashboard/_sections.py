@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any, Final
 
+from shadow._text import counted
 from shadow.analytics._report import ArmStats, ToolReport
 from shadow.analytics._report_types import synthetic_time_note
 from shadow.dashboard._data import DashboardData
@@ -81,7 +82,7 @@ def header(data: DashboardData) -> str:
         "<header>",
         f"<h1>Cutover dashboard{scope}</h1>",
         f'<p class="facts">Data from {e(when(d.first_call))} to {e(when(d.last_call))}{since} · '
-        f"{d.calls:,} calls · {d.errors:,} errors · {d.sessions:,} sessions · generated "
+        f"{counted(d.calls, 'call')} · {counted(d.errors, 'error')} · {counted(d.sessions, 'session')} · generated "
         f"{e(when(data.generated_at))}</p>",
     ]
     if data.subtitle:
@@ -192,7 +193,8 @@ def follow_ups_unknown(data: DashboardData) -> str:
     unknown = sum(v.follow_ups.get("unknown", 0) for v in data.report.variants)
     errors = sum(v.errors for v in data.report.variants) + unknown
     if not unknown and not d.sessions_with_gaps:
-        return f"Every error's follow-up is known: no records are missing in the {d.sessions:,} sessions shown."
+        return ("Every error's follow-up is known: no records are missing in the "
+                f"{counted(d.sessions, 'session')} shown.")
     return (f"Missing records: {unknown:,} of {errors:,} errors have an unknown follow-up (records are missing "
             f"right after them) and are left out of the loop rate; {d.sessions_with_gaps:,} of {d.sessions:,} "
             "sessions shown have gaps in their sequence numbers.")
