@@ -391,9 +391,9 @@ def test_one_sqlite_child_streams_each_query_in_turn_and_reports_a_failing_one(t
 
     path = tmp_path / "s.db"
     SqlStore(f"sqlite:///{path}").write(session_rows("s", 2))
-    with pytest.raises(SourceError, match="no such table: nope"):  # noqa: PT012 (the streams are read inside)
-        with _arrow.sqlite_child(str(path), ["SELECT count(*) AS n FROM calls", "SELECT 2 AS b",
-                                              "SELECT * FROM nope"]) as next_stream:
-            assert next_stream().read_all().to_pydict() == {"n": [8]}
-            assert next_stream().read_all().to_pydict() == {"b": [2]}
-            next_stream()
+    queries = ["SELECT count(*) AS n FROM calls", "SELECT 2 AS b", "SELECT * FROM nope"]
+    with (pytest.raises(SourceError, match="no such table: nope"),  # noqa: PT012 (the streams are read inside)
+          _arrow.sqlite_child(str(path), queries) as next_stream):
+        assert next_stream().read_all().to_pydict() == {"n": [8]}
+        assert next_stream().read_all().to_pydict() == {"b": [2]}
+        next_stream()
