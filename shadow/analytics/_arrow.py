@@ -137,10 +137,13 @@ def sqlite_child(path: str, queries: list[str]) -> Iterator[Callable[[], pa.Reco
         raise found or SourceError(f"reading the SQLite call log {path} failed") from None
     try:
         yield next_stream
-    except BaseException:
+    except SourceError:  # a stream cut short: the child's own error, when it has one, says why
         found = failure()
         if found is not None:
             raise found from None
+        raise
+    except BaseException:  # an error on this side (a row DuckDB refused, an interrupt) is the one to report
+        failure()
         raise
     found = failure()
     if found is not None:
