@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 #: Rows per Arrow batch read from SQLite (ADBC's SQLite driver infers each column's type from the first batch).
 BATCH_ROWS: Final = 16_384
-#: SQLite reads of this many rows or more use ADBC in a child process (its start-up costs about a second).
+#: SQLite reads of this many rows or more (a sync: calls and marks together) use ADBC in a child process.
 CHILD_FROM_ROWS: Final = 100_000
 #: Batches read ahead of DuckDB by the reader thread.
 _AHEAD: Final = 2
@@ -94,8 +94,12 @@ def _postgres(url: str) -> Any:
 
 
 @contextlib.contextmanager
-def _sqlite_stream(path: str, query: str) -> Iterator[pa.RecordBatchReader]:
-    """The query's batches, read by ADBC in a child process (``_sqlite_child``) and streamed back as Arrow IPC."""
+def sqlite_child(path: str, queries: list[str]) -> Iterator[Callable[[], pa.RecordBatchReader]]:
+    """One child process (``_sqlite_child``) reading ``queries`` in order with ADBC, streamed back as Arrow IPC.
+
+    Yields ``next_stream()``: the batches of the next query, each read to its end before the next is asked for. One
+    process serves every log table of a sync, so its start-up (Python, pyarrow, the driver) is paid once.
+    """
     import pyarrow as pa
 
     child = Path(__file__).with_name("_sqlite_child.py")
@@ -105,29 +109,41 @@ def _sqlite_stream(path: str, query: str) -> Iterator[pa.RecordBatchReader]:
     assert proc.stdout is not None
     assert proc.stderr is not None
 
+    ended: list[SourceError | None] = []
+
     def failure() -> SourceError | None:
-        proc.stdout.close()  # type: ignore[union-attr]
-        code = proc.wait()
-        message = proc.stderr.read().decode(errors="replace").strip()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
-        if code == 0:
-            return None
-        last = message.splitlines()[-1] if message else f"exit status {code}"
-        return SourceError(f"reading the SQLite call log {path} failed: {last}")
+        """Wait for the child (once); its error, if it failed."""
+        if not ended:
+            proc.stdout.close()  # type: ignore[union-attr]
+            code = proc.wait()
+            message = proc.stderr.read().decode(errors="replace").strip()  # type: ignore[union-attr]
+            proc.stderr.close()  # type: ignore[union-attr]
+            last = message.splitlines()[-1] if message else f"exit status {code}"
+            ended.append(None if code == 0 else SourceError(f"reading the SQLite call log {path} failed: {last}"))
+        return ended[0]
+
+    def next_stream() -> pa.RecordBatchReader:
+        try:
+            return pa.ipc.open_stream(proc.stdout)
+        except Exception:
+            found = failure()
+            raise found or SourceError(f"reading the SQLite call log {path} failed") from None
 
     try:
-        proc.stdin.write(query.encode())
+        proc.stdin.write("\0".join(queries).encode())
         proc.stdin.close()
-        reader = pa.ipc.open_stream(proc.stdout)
     except Exception:
         found = failure()
         raise found or SourceError(f"reading the SQLite call log {path} failed") from None
     try:
-        yield reader
-    except BaseException:
+        yield next_stream
+    except SourceError:  # a stream cut short: the child's own error, when it has one, says why
         found = failure()
         if found is not None:
             raise found from None
+        raise
+    except BaseException:  # an error on this side (a row DuckDB refused, an interrupt) is the one to report
+        failure()
         raise
     found = failure()
     if found is not None:
@@ -164,11 +180,13 @@ def _sqlite_inline(path: str, table: Table, query: str) -> Iterator[pa.RecordBat
 
 @contextlib.contextmanager
 def read_table(url: str, table: Table, lower: dt.datetime | None, advance: Callable[[int], None],
-               rows: int = 0) -> Iterator[pa.RecordBatchReader]:
+               rows: int = 0, child: Callable[[], pa.RecordBatchReader] | None = None
+               ) -> Iterator[pa.RecordBatchReader]:
     """The rows of ``table`` (inserted at or after ``lower``) as a stream of Arrow batches, read one thread ahead.
 
     ``rows`` is the expected row count: SQLite reads of ``CHILD_FROM_ROWS`` or more go through ADBC in a child
-    process. ``advance(rows)`` is called as each batch is handed on. Errors of the reader surface from the stream.
+    process; ``child`` is the next stream of a ``sqlite_child`` already reading this table's ``sqlite_query``.
+    ``advance(rows)`` is called as each batch is handed on. Errors of the reader surface from the stream.
     """
     import pyarrow as pa
 
@@ -179,8 +197,10 @@ def read_table(url: str, table: Table, lower: dt.datetime | None, advance: Calla
             if not parsed.database or parsed.database == ":memory:":
                 raise SourceError("an in-memory SQLite store cannot be synced; log to a file (sqlite:///shadow.db)")
             query = sqlite_query(table, lower)
-            if rows >= CHILD_FROM_ROWS:
-                raw = stack.enter_context(_sqlite_stream(parsed.database, query))
+            if child is not None:
+                raw = child()
+            elif rows >= CHILD_FROM_ROWS:
+                raw = stack.enter_context(sqlite_child(parsed.database, [query]))()
             else:
                 raw = stack.enter_context(_sqlite_inline(parsed.database, table, query))
         elif dialect == "postgresql":

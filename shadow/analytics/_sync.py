@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from collections.abc import Callable
@@ -11,9 +12,10 @@ from typing import TYPE_CHECKING
 
 import duckdb
 from sqlalchemy import Engine, Table
+from sqlalchemy.engine import make_url
 
 from shadow._config import settings
-from shadow.analytics._arrow import read_table
+from shadow.analytics import _arrow
 from shadow.analytics._schema import (
     DERIVED,
     LOG_TABLES,
@@ -36,6 +38,8 @@ from shadow.calllog import _db as db
 from shadow.calllog import _tables as tables
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from shadow.analytics._warehouse import Progress, Warehouse
 
 
@@ -114,20 +118,32 @@ def stage(wh: Warehouse, p: Plan, progress: Progress | None) -> dict[str, int]:
             progress(done, grand_total)
 
     read: dict[str, int] = {}
-    for table in (*LOG_TABLES, *SMALL_TABLES):
-        step: Callable[[int], None] = advance if table in LOG_TABLES else (lambda _n: None)
-        read[table.name] = _load(wh.con, p.url, table, p.bounds.get(table.name), _stage_name(table), step,
-                                 p.totals.get(table.name, 0))
+    with contextlib.ExitStack() as stack:
+        child = _shared_child(stack, p)
+        for table in (*LOG_TABLES, *SMALL_TABLES):
+            step: Callable[[int], None] = advance if table in LOG_TABLES else (lambda _n: None)
+            read[table.name] = _load(wh.con, p.url, table, p.bounds.get(table.name), _stage_name(table), step,
+                                     p.totals.get(table.name, 0), child if table in LOG_TABLES else None)
     return read
 
 
+def _shared_child(stack: contextlib.ExitStack, p: Plan) -> Callable[[], pa.RecordBatchReader] | None:
+    """For a large SQLite read, one ADBC child process reading every log table in turn (its start-up paid once)."""
+    parsed = make_url(p.url)
+    if (parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:"
+            or sum(p.totals.values()) < _arrow.CHILD_FROM_ROWS):
+        return None
+    queries = [_arrow.sqlite_query(t, p.bounds.get(t.name)) for t in LOG_TABLES]
+    return stack.enter_context(_arrow.sqlite_child(parsed.database, queries))
+
+
 def _load(con: duckdb.DuckDBPyConnection, url: str, table: Table, lower: dt.datetime | None, target: str,
-          advance: Callable[[int], None], rows: int) -> int:
+          advance: Callable[[int], None], rows: int, child: Callable[[], pa.RecordBatchReader] | None) -> int:
     con.execute(f'DROP TABLE IF EXISTS "{target}"')
     con.execute(ddl(table, target))
     con.execute("SET preserve_insertion_order = false")  # lets DuckDB write the stream's row groups in parallel
     try:
-        with read_table(url, table, lower, advance, rows) as reader:
+        with _arrow.read_table(url, table, lower, advance, rows, child) as reader:
             con.register("_arrow_batches", reader)
             try:
                 con.execute(f'INSERT INTO "{target}" ' + insert_from_arrow(table, "_arrow_batches"))

@@ -384,3 +384,28 @@ def test_sync_of_postgres_keeps_utc_times_whatever_the_server_zone(pg_url: str, 
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         wh.sync(pg_url)
         assert wh.con.execute("SELECT ts FROM calls").fetchall() == [(dt.datetime(2025, 3, 14, 23, 30),)]
+
+
+def test_one_sqlite_child_streams_each_query_in_turn_and_reports_a_failing_one(tmp_path: Path) -> None:
+    from shadow.analytics import _arrow
+
+    path = tmp_path / "s.db"
+    SqlStore(f"sqlite:///{path}").write(session_rows("s", 2))
+    queries = ["SELECT count(*) AS n FROM calls", "SELECT 2 AS b", "SELECT * FROM nope"]
+    with (pytest.raises(SourceError, match="no such table: nope"),  # noqa: PT012 (the streams are read inside)
+          _arrow.sqlite_child(str(path), queries) as next_stream):
+        assert next_stream().read_all().to_pydict() == {"n": [6]}
+        assert next_stream().read_all().to_pydict() == {"b": [2]}
+        next_stream()
+
+
+def test_an_error_on_the_warehouse_side_is_not_hidden_by_the_sqlite_child_it_stopped(tmp_path: Path) -> None:
+    from shadow.analytics import _arrow
+
+    path = tmp_path / "s.db"
+    SqlStore(f"sqlite:///{path}").write(session_rows("s", 2))
+    big = "SELECT a.id FROM calls AS a, calls AS b, calls AS c, calls AS d, calls AS e, calls AS f"  # 46,656 rows
+    with (pytest.raises(KeyError, match="stopped here"),  # noqa: PT012
+          _arrow.sqlite_child(str(path), [big, big]) as next_stream):
+        next(iter(next_stream()))
+        raise KeyError("stopped here")  # the child is still writing: it ends on a broken pipe, silently

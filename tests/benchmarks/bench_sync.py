@@ -8,13 +8,20 @@ The call log is the synthetic one of bench_report.py (sessions of 40 calls, 15% 
 at two sizes (--calls and a quarter of it) and, with --pg, copied into a throw-away PostgreSQL database. Every
 measurement runs in a fresh process, so its peak RSS is its own:
 
-* bare read: the sync's own query read by the same driver (ADBC's SQLite driver, ADBC's PostgreSQL driver), the
-  Arrow batches discarded: the limit a sync can reach;
-* full sync: ``Warehouse.sync(rebuild=True)`` into a new warehouse file, derived tables included.
+* bare read: the sync's own query read by the same driver (ADBC's SQLite driver, ADBC's PostgreSQL driver), every
+  batch fully built as Arrow and discarded: the limit a sync can reach;
+* full sync: ``Warehouse.sync(rebuild=True)`` into a new warehouse file, derived tables and the final checkpoint
+  (closing the file) included.
+
+Both are timed from after their module imports (a fixed cost; printed apart); the child process the sync starts for
+a large SQLite read, imports and all, is timed as part of the sync. Each is run ``--repeat`` times, alternated, and
+the median shown, with CPU seconds (own and child processes): on a shared machine the wall-time ratio moves with the
+load, and tends to the CPU ratio when every core is busy, since the sync's parallel reader and writer then get no
+more than their share.
 
 Targets: full sync >= 0.5x the bare read; peak RSS flat in the log's size (batches, not the whole log). The
-reader holds a few batches of 65,536 rows; DuckDB caches what it wrote up to its ``memory_limit``
-(``--memory-limit``), so with a small limit both sizes show the same peak.
+reader holds a few batches of 16,384 rows; DuckDB caches what it wrote and sorts the follow-up windows up to its
+``memory_limit`` (``--memory-limit``, spilling beyond it), so the sync's peak is bounded by that limit, not the log.
 """
 
 from __future__ import annotations
@@ -36,27 +43,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 CHILD = r"""
 import json, resource, sys, time
 mode, url, target, memory_limit = sys.argv[1:5]
-t0 = time.perf_counter()
+
+
+def cpu():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+t_start = time.perf_counter()
+# Each mode imports what it uses before its clock starts (module imports are a fixed cost that would weigh on a
+# small log's rows/s); a child process the sync starts, with its own imports, is the sync's cost and is timed.
+import pyarrow as pa
+from shadow.analytics import _arrow
+from shadow.calllog import _tables as tables
+if mode == "sync":
+    from shadow.analytics import _sync
+    from shadow.analytics._warehouse import Warehouse
+elif mode == "bare-sqlite":
+    import adbc_driver_sqlite.dbapi as adbc
+else:
+    import adbc_driver_postgresql.dbapi as adbc
+    from sqlalchemy.engine import make_url
+imports = time.perf_counter() - t_start
+t0, c0 = time.perf_counter(), cpu()
 rows = 0
 if mode == "sync":
-    from shadow.analytics._warehouse import Warehouse
     with Warehouse.open(target, memory_limit=memory_limit) as wh:
         r = wh.sync(url, rebuild=True)
     rows = r.calls_read + r.marks_read
 else:
-    from shadow.analytics import _arrow
-    from shadow.calllog import _tables as tables
-    import pyarrow as pa
     for table in (tables.calls, tables.marks):
         if mode == "bare-sqlite":  # ADBC's SQLite driver on the sync's query, in this process, batches discarded
-            import adbc_driver_sqlite.dbapi as adbc
             conn = adbc.connect(url.removeprefix("sqlite:///"))
             cur = conn.cursor()
             cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_arrow.BATCH_ROWS)})
             cur.execute(_arrow.sqlite_query(table, None))
         else:  # ADBC's PostgreSQL driver on the sync's query
-            import adbc_driver_postgresql.dbapi as adbc
-            from sqlalchemy.engine import make_url
             conn = adbc.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
             cur = conn.cursor()
             cur.execute(_arrow.postgres_query(table, None))
@@ -65,7 +87,7 @@ else:
         cur.close()
         conn.close()
 secs = time.perf_counter() - t0
-print(json.dumps({"rows": rows, "seconds": secs,
+print(json.dumps({"rows": rows, "seconds": secs, "cpu_seconds": cpu() - c0, "import_seconds": imports,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -81,6 +103,12 @@ def measure(mode: str, url: str, work: Path, code: Path = ROOT, memory_limit: st
         p.unlink(missing_ok=True)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run of median rows/s."""
+    ordered = sorted(runs, key=lambda r: r["rows"] / r["seconds"])
+    return ordered[len(ordered) // 2]
 
 
 def make_sqlite(path: Path, calls: int) -> str:
@@ -141,6 +169,8 @@ def main() -> None:
                              "SHADOW_TEST_POSTGRES_URL; none: SQLite only)")
     parser.add_argument("--memory-limit", default="1GB",
                         help="DuckDB's memory_limit for the sync (its cache grows up to it; default 1GB)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="bare read and sync measured this many times each, alternated; the median is shown")
     parser.add_argument("--compare", type=Path, default=None,
                         help="another checkout whose sync is measured too (for example /work/main: before)")
     args = parser.parse_args()
@@ -155,12 +185,19 @@ def main() -> None:
             name = f"bench_sync_{n}"
             sources.append(("PostgreSQL", copy_to_postgres(path, args.pg, name), "bare-pg"))
         for label, url, bare_mode in sources:
-            bare = measure(bare_mode, url, work)
-            full = measure("sync", url, work, memory_limit=args.memory_limit)
+            bares, fulls = [], []
+            for _ in range(args.repeat):  # alternated, so a change in the machine's load hits both alike
+                bares.append(measure(bare_mode, url, work))
+                fulls.append(measure("sync", url, work, memory_limit=args.memory_limit))
+            bare, full = median_run(bares), median_run(fulls)
             rate_bare, rate_sync = bare["rows"] / bare["seconds"], full["rows"] / full["seconds"]
-            line = (f"{label:<10} {n:>10,} calls: bare read {rate_bare:>10,.0f} rows/s, full sync "
-                    f"{rate_sync:>10,.0f} rows/s = {rate_sync / rate_bare:4.2f}x the bare read (target >= 0.5x); "
-                    f"peak RSS sync {full['peak_rss_mib']:,.0f} MiB, bare {bare['peak_rss_mib']:,.0f} MiB")
+            line = (f"{label:<10} {n:>10,} calls ({full['rows']:,.0f} rows): bare read {rate_bare:>9,.0f} rows/s, "
+                    f"full sync {rate_sync:>9,.0f} rows/s = {rate_sync / rate_bare:4.2f}x the bare read "
+                    f"(target >= 0.5x); CPU s bare {bare['cpu_seconds']:.1f}, sync {full['cpu_seconds']:.1f} "
+                    f"({bare['cpu_seconds'] / full['cpu_seconds']:4.2f}x); peak RSS sync "
+                    f"{max(f['peak_rss_mib'] for f in fulls):,.0f} MiB, bare "
+                    f"{max(b['peak_rss_mib'] for b in bares):,.0f} MiB; imports (not timed) bare "
+                    f"{bare['import_seconds']:.1f} s, sync {full['import_seconds']:.1f} s")
             if args.compare:
                 before = measure("sync", url, work, args.compare, args.memory_limit)
                 line += (f"; {args.compare} sync {before['rows'] / before['seconds']:,.0f} rows/s "
@@ -173,6 +210,8 @@ def main() -> None:
         path.unlink(missing_ok=True)
     print()
     print("\n".join(lines))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a loaded machine gives each thread a "
+          "share: the ratio of wall times then tends to the ratio of CPU seconds)")
 
 
 if __name__ == "__main__":
