@@ -115,7 +115,8 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
                                              for r in report.rows(by)], "  ")
     lines.append("")
     c = report.comparison
-    lines += wrap(f"Two-arm comparison, {c.design} ({c.scope}): {c.test.message}", width)
+    design = "" if c.design == "none" else f", {c.design}"  # "none": no comparison could be made, the message says why
+    lines += wrap(f"Two-arm comparison{design} ({c.scope}): {c.test.message}", width)
     for t in report.by_tool:
         if t.cutover_at is not None or t.comparison.design == "randomised":
             lines += wrap(f"  {t.tool} ({t.comparison.design}, cutover {_when(t.cutover_at)} UTC): "

@@ -101,7 +101,8 @@ def shifts(report: LoopRateReport, width: int) -> list[str]:
 def savings(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
     """What the structured payload saves (randomised), in round trips, tool time and tokens; what it leaves out."""
     s = report.savings
-    lines = wrap(f"Savings ({s.design}): {s.message}", width)
+    design = "" if s.design == "none" else f" ({s.design})"  # "none": the message says why nothing is claimed
+    lines = wrap(f"Savings{design}: {s.message}", width)
     if s.round_trips_saved_per_1000_tasks is not None:
         extra = []
         if s.seconds_saved_per_1000_tasks is not None:

@@ -94,15 +94,17 @@ def header(data: DashboardData) -> str:
     arms = {v.variant: v for v in r.variants}
     c = r.comparison
     s = r.savings
+    compared = e(c.scope if c.design == "none" else f"{c.scope}, {c.design}")  # "none": the message says why
+    saved_by = "" if s.design == "none" else f" ({e(s.design)})"
     saved = "–" if s.round_trips_saved_per_1000_tasks is None else f"{s.round_trips_saved_per_1000_tasks:,.0f}"
     parts += [
         '<div class="cards">',
         _arm_card(arms.get("legacy"), "legacy"),
         _arm_card(arms.get("structured"), "structured"),
-        f'<div class="card"><div class="label">structured minus legacy ({e(c.scope)}, {e(c.design)})</div>'
+        f'<div class="card"><div class="label">structured minus legacy ({compared})</div>'
         f'<div class="value">{"–" if c.test.difference is None else f"{c.test.difference * 100:+.1f} pts"}</div>'
         f'<div class="detail">{e(c.test.message)}</div></div>',
-        f'<div class="card"><div class="label">round trips saved per 1,000 tasks ({e(s.design)})</div>'
+        f'<div class="card"><div class="label">round trips saved per 1,000 tasks{saved_by}</div>'
         f'<div class="value">{saved}</div><div class="detail">{e(s.message)}</div></div>',
         "</div>",
         "</header>",
@@ -134,10 +136,11 @@ def tool_rows(data: DashboardData) -> str:
                    '<span class="bad">not ready</span>: ' + md("; ".join(gate.reasons)))
         cells = "".join(f"<td class='num'>{_period_cell(t, key)}</td>"
                         for key in (("before", "legacy"), ("after", "legacy"), ("after", "structured")))
+        design = "" if t.comparison.design == "none" else f"{e(t.comparison.design)}: "
         rows.append(
             f"<tr><td>{e(t.tool)}</td><td>{verdict}</td><td class='num'>{t.calls:,}</td>"
             f"<td class='num'>{t.errors:,}</td><td class='num'>{e(when(t.cutover_at))}</td>{cells}"
-            f"<td>{e(t.comparison.design)}: {e(t.comparison.test.message)}</td><td>{_power_cell(t)}</td></tr>")
+            f"<td>{design}{e(t.comparison.test.message)}</td><td>{_power_cell(t)}</td></tr>")
     reduction = next((t.power.relative_reduction for t in data.tools if t.power is not None), 0.3)
     head = ("<tr><th>tool</th><th>readiness (count checks; <code>shadow ready TOOL</code> also scans for leaks)</th>"
             "<th>calls</th><th>errors</th><th>cutover</th><th>before (legacy)</th><th>after, legacy</th>"

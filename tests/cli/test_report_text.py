@@ -95,6 +95,9 @@ def test_the_report_of_a_log_without_calls_says_how_calls_get_logged(tmp_path: P
     assert "No calls logged yet: a tool's calls are logged only while its flag is shadow or cutover" in text
     assert "shadow flags set TOOL shadow" in text
     assert "nothing to compare: no errors yet" in text and "only one arm has errors" not in text
+    # no design to name: "none" is not one
+    assert "Two-arm comparison (all tools):" in text and "Savings:" in text and "(none)" not in text
+    assert "0 calls, 0 errors, 0 sessions" in text
     filtered = runner.invoke(app, ["report", "loop-rate", *db, "--until", "2001-01-01", "--no-sync"])
     assert filtered.exit_code == 0, filtered.output
     assert "No calls logged yet" not in filtered.stdout
