@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from shadow.cli._app import ExitCode, app, fail, need_extra
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, WarehouseOption, time_option
+from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, WarehouseOption, time_range
 from shadow.cli._report import (
     Engine,
     EngineOption,
@@ -31,6 +31,8 @@ def dashboard(
     tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only this tool's calls and errors.")] = None,
     since: Annotated[str | None, typer.Option(
         "--since", help="From this UTC date or time (inclusive), e.g. 2025-03-01.")] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Up to this UTC date (inclusive, whole day) or time (exclusive).")] = None,
     subtitle: Annotated[str | None, typer.Option(
         "--subtitle", help="A plain statement shown at the top, e.g. 'staging fleet, week 12'.")] = None,
     db_url: DbUrlOption = None,
@@ -61,10 +63,11 @@ def dashboard(
     it reads a Parquet export instead, on DuckDB or (--engine spark) on Spark, which sends back only aggregates.
 
     Example: shadow dashboard --out cutover.html --since 2025-03-01 --serve --port 8050
+    Example: shadow dashboard --since 2025-03-01 --until 2025-03-07 --tool create_task
     Example: shadow dashboard --engine spark --parquet s3a://lake/shadow --spark-master yarn
     """
     need_extra("dashboard")
-    start = time_option(since, "--since")
+    start, end = time_range(since, until)
     check_engine(engine, parquet)
     where = stores(db_url, db_alias, warehouse)
     if parquet is None:
@@ -74,7 +77,7 @@ def dashboard(
 
     def build() -> str:
         with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
-            return dash.build_dashboard(models, tool=tool, since=start, subtitle=subtitle)
+            return dash.build_dashboard(models, tool=tool, since=start, until=end, subtitle=subtitle)
 
     try:
         page = build()
@@ -87,7 +90,8 @@ def dashboard(
     except OSError as exc:
         fail(f"cannot write {out}: {exc.strerror or exc}; choose another --out", ExitCode.USAGE)
     size = written.stat().st_size
-    facts: dict[str, object] = {"out": str(written.resolve()), "bytes": size, "tool": tool, "since": since}
+    facts: dict[str, object] = {"out": str(written.resolve()), "bytes": size, "tool": tool, "since": since,
+                                "until": until}
     if fmt is not Format.json:
         typer.echo(f"wrote {written} ({size / 1e6:.1f} MB, self-contained; open it in any browser, offline)")
     if not serve:

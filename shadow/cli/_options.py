@@ -104,6 +104,14 @@ def time_option(value: str | None, option: str, *, until: bool = False) -> dt.da
         fail(f"{option}: {exc}", ExitCode.USAGE)
 
 
+def time_range(since: str | None, until: str | None) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """``--since`` and ``--until`` as aware UTC datetimes; a bad one, or a range that is empty, exits 2."""
+    start, end = time_option(since, "--since"), time_option(until, "--until", until=True)
+    if start is not None and end is not None and start >= end:
+        fail(f"--since {since} is not before --until {until}; swap them or widen the range", ExitCode.USAGE)
+    return start, end
+
+
 def warn(message: str) -> None:
     """A warning on stderr: the command still does its work."""
     typer.echo(f"shadow: warning: {message}", err=True)

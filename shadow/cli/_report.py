@@ -25,7 +25,7 @@ from shadow.cli._options import (
     WarehouseOption,
     require_call_log,
     store_url,
-    time_option,
+    time_range,
     warehouse_path,
 )
 
@@ -275,9 +275,7 @@ def loop_rate(
     Example: shadow report loop-rate --tool create_task --since 2025-03-01 --format json
     Example: shadow report loop-rate --engine spark --parquet s3a://lake/shadow --spark-master yarn
     """
-    start, end = time_option(since, "--since"), time_option(until, "--until", until=True)
-    if start and end and start >= end:
-        fail(f"--since {since} is not before --until {until}; swap them or widen the range", ExitCode.USAGE)
+    start, end = time_range(since, until)
     check_engine(engine, parquet)
     where = stores(db_url, db_alias, warehouse)
     if parquet is None:

@@ -163,15 +163,16 @@ def render(data: DashboardData) -> str:
 
 
 def build_dashboard(models: ModelEngine, *, tool: str | None = None, since: dt.datetime | None = None,
-                    subtitle: str | None = None) -> str:
-    """The dashboard's HTML from a synced warehouse or ``SparkModels`` (``tool`` and ``since`` as for the report)."""
-    return render(collect(models, tool=tool, since=since, subtitle=subtitle))
+                    until: dt.datetime | None = None, subtitle: str | None = None) -> str:
+    """The dashboard's HTML from a synced warehouse or ``SparkModels`` (``tool``, ``since``, ``until`` as for the
+    report)."""
+    return render(collect(models, tool=tool, since=since, until=until, subtitle=subtitle))
 
 
 def write_dashboard(models: ModelEngine, out: Path, *, tool: str | None = None, since: dt.datetime | None = None,
-                    subtitle: str | None = None, private: bool = False) -> Path:
+                    until: dt.datetime | None = None, subtitle: str | None = None, private: bool = False) -> Path:
     """Write the dashboard to ``out`` (replaced whole, never left half-written); returns the path written."""
-    page = build_dashboard(models, tool=tool, since=since, subtitle=subtitle)
+    page = build_dashboard(models, tool=tool, since=since, until=until, subtitle=subtitle)
     return write_page(page, out, private=private)
 
 

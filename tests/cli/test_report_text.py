@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
 from pathlib import Path
 
@@ -101,3 +103,24 @@ def test_the_report_of_a_log_without_calls_says_how_calls_get_logged(tmp_path: P
     filtered = runner.invoke(app, ["report", "loop-rate", *db, "--until", "2001-01-01", "--no-sync"])
     assert filtered.exit_code == 0, filtered.output
     assert "No calls logged yet" not in filtered.stdout
+
+
+def test_the_dashboard_takes_until_like_the_report_and_refuses_an_empty_range(
+        demo: tuple[Path, str, str], tmp_path: Path) -> None:
+    directory = demo[0]
+    stores = ["--db-url", f"sqlite:///{directory / 'shadow.db'}", "--warehouse", str(directory / "shadow.duckdb"),
+              "--no-sync"]
+    report = runner.invoke(app, ["report", "loop-rate", *stores, "--format", "json"])
+    first = json.loads(report.stdout)["data_range"]["first_call"][:10]
+    until = (dt.date.fromisoformat(first) + dt.timedelta(days=2)).isoformat()
+
+    def calls_on_page(*extra: str) -> int:
+        out = tmp_path / f"page{len(extra)}.html"
+        done = runner.invoke(app, ["dashboard", *stores, "--out", str(out), *extra])
+        assert done.exit_code == 0, done.output
+        return int(re.search(r"([\d,]+) calls? ·", out.read_text()).group(1).replace(",", ""))  # type: ignore[union-attr]
+
+    windowed = runner.invoke(app, ["report", "loop-rate", *stores, "--until", until, "--format", "json"])
+    assert calls_on_page("--until", until) == json.loads(windowed.stdout)["data_range"]["calls"] < calls_on_page()
+    empty = runner.invoke(app, ["dashboard", *stores, "--since", until, "--until", first, "--out", str(tmp_path / "x")])
+    assert empty.exit_code == 2 and "is not before --until" in empty.output
