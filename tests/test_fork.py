@@ -344,3 +344,53 @@ def test_waiting_for_the_flags_in_a_child_forked_mid_wait_does_not_hang(tmp_path
     done = subprocess.run([sys.executable, "-c", _FLAGS_EVENT_HELD], env=_env(tmp_path), capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.stdout.strip() == "child 0", done.stdout + done.stderr[-2000:]
+
+
+_NO_FLUSH = textwrap.dedent('''
+    import multiprocessing, sys, threading
+    import shadow
+
+    @shadow.tool(name="lookup")
+    def lookup(item):
+        return {"item": item}
+
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            with shadow.session("busy"):
+                lookup("b")
+
+    threading.Thread(target=busy, daemon=True).start()
+
+    def work(k):  # no shadow.flush(): the worker's exit stores what it logged
+        for i in range(5):
+            with shadow.session(f"child-{k}"):
+                lookup(i)
+        return k
+
+    ctx = multiprocessing.get_context("fork")
+    if sys.argv[1] == "process":
+        workers = [ctx.Process(target=work, args=(k,)) for k in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+    else:
+        pool = ctx.Pool(4)
+        pool.map(work, range(8))
+        pool.close()
+        pool.join()
+    stop.set()
+''')
+
+
+@pytest.mark.parametrize("how", ["process", "pool-close-join"])
+def test_multiprocessing_workers_that_exit_normally_store_their_calls_without_a_flush(
+        tmp_path: Path, how: str) -> None:
+    done = subprocess.run([sys.executable, "-c", _NO_FLUSH, how], env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=200, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "shadow.db") as con:
+        logged = con.execute("SELECT count(*) FROM calls WHERE session_id LIKE 'child-%'").fetchone()
+    assert logged[0] == 40, done.stderr[-3000:]

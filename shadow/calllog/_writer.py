@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 
 from shadow._config import is_otlp_url, settings
@@ -28,6 +29,7 @@ _writer: Writer | None = None
 _writer_settings: object | None = None  # the Settings object the writer was built from; None for set_writer's
 _retired: list[Writer] = []
 _atexit_registered = False
+_exit_hooked_pid = 0  # the process whose multiprocessing exit hook is registered (a forked child needs its own)
 
 
 def _build() -> Writer:
@@ -61,7 +63,7 @@ def get_writer() -> Writer:
     After ``shadow.configure(...)`` changes the settings, the next call builds a new writer and retires the old one
     (it finishes its queue in the background). A writer installed with ``set_writer`` stays until replaced.
     """
-    global _writer, _writer_settings, _atexit_registered
+    global _writer, _writer_settings
     current = _writer
     if current is not None and (_writer_settings is None or _writer_settings is settings()):
         return current
@@ -72,9 +74,7 @@ def get_writer() -> Writer:
         old = _writer
         _writer = _build()
         _writer_settings = s
-        if not _atexit_registered:
-            atexit.register(_close_at_exit)
-            _atexit_registered = True
+        _hook_exit()
         if old is not None:
             _retire(old)
         return _writer
@@ -87,14 +87,13 @@ def _retire(old: Writer) -> None:
 
 def set_writer(writer: Writer | None) -> None:
     """Install ``writer`` as the process-wide writer (tests, custom stores); the previous one is closed."""
-    global _writer, _writer_settings, _atexit_registered
+    global _writer, _writer_settings
     with _lock:
         old = _writer
         _writer = writer
         _writer_settings = None  # kept until replaced, whatever the settings say
-        if writer is not None and not _atexit_registered:
-            atexit.register(_close_at_exit)
-            _atexit_registered = True
+        if writer is not None:
+            _hook_exit()
     if old is not None and old is not writer:
         old.close()
 
@@ -105,6 +104,23 @@ def flush(timeout: float | None = 10.0) -> bool:
     if current is None:
         return True
     return current.flush(timeout)
+
+
+def _hook_exit() -> None:
+    """Close the writers at exit (held ``_lock``): ``atexit``, and in a ``multiprocessing`` child, which ends with
+    ``os._exit`` (no ``atexit``), a finalizer its exit runs (``Process.join``, ``Pool.close()`` then ``join()``;
+    ``Pool.terminate()``, which a ``with Pool(...)`` block ends with, kills workers like a signal: see README)."""
+    global _atexit_registered, _exit_hooked_pid
+    if not _atexit_registered:
+        atexit.register(_close_at_exit)
+        _atexit_registered = True
+    mp = sys.modules.get("multiprocessing")  # never imported here: only a process that uses it has such children
+    if mp is None or _exit_hooked_pid == os.getpid() or mp.parent_process() is None:
+        return
+    import multiprocessing.util
+
+    multiprocessing.util.Finalize(None, _close_at_exit, exitpriority=100)
+    _exit_hooked_pid = os.getpid()
 
 
 def _close_at_exit() -> None:
