@@ -232,6 +232,11 @@ class Spool:
         """Bytes this process has spooled and not yet replayed."""
         return self._size + self._aside
 
+    @property
+    def active_bytes(self) -> int:
+        """Bytes in the active file (set-aside files are counted by whoever replays them)."""
+        return self._size
+
     def has_active(self) -> bool:
         """Whether the active file holds records."""
         return self._fd >= 0 and self._size > len(_header(self.tag))

@@ -359,7 +359,7 @@ class Writer(Intake):
     def _shutdown(self) -> None:
         self._publish(force=True)
         if self.spool is not None and self._replay.pending():
-            pending = self.spool.pending_bytes + sum(f.size for f in self._replay.files)
+            pending = self.spool.active_bytes + sum(f.size for f in self._replay.files)  # set-aside files once
             log.error("writer.spool_left", spool=str(self.spool.directory), prefix=self.spool.prefix, bytes=pending,
                       hint="a later process of the same store replays it")
         self._replay.release_all()
