@@ -81,6 +81,9 @@ def clean(value: object, depth: int = 0) -> bool:
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
                     return False
+            elif inner is int:  # inline too: what orjson encodes (64 bits)
+                if not -(2**63) <= item < 2**63:
+                    return False
             elif not _scalar(item, inner):
                 return False
         return True
@@ -96,6 +99,9 @@ def clean(value: object, depth: int = 0) -> bool:
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
+                    return False
+            elif inner is int:  # inline too: what orjson encodes (64 bits)
+                if not -(2**63) <= item < 2**63:
                     return False
             elif not _scalar(item, inner):
                 return False
