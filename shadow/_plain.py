@@ -28,6 +28,7 @@ _MAX_STRING: Final = 4096
 _SHORT: Final = _redact._SHORTEST  # shorter and without ":" or "=": scrub_text returns the text as it is
 _SORTED: Final = orjson.OPT_SORT_KEYS
 _secret_keys: dict[str, bool] = {}
+_plain_keys: set[str] = set()  # the keys of _secret_keys that are not secret: one membership test per key
 
 
 def _secret(key: str) -> bool:
@@ -36,6 +37,8 @@ def _secret(key: str) -> bool:
         found = is_secret_key(key)
         if len(_secret_keys) < 4096:
             _secret_keys[key] = found
+            if not found:
+                _plain_keys.add(key)
     return found
 
 
@@ -61,17 +64,14 @@ def clean(value: object, depth: int = 0) -> bool:
         if depth >= _MAX_DEPTH:
             return False
         mapping: dict[Any, Any] = value  # type: ignore[assignment]
-        known = _secret_keys
+        known = _plain_keys
         maybe_secret = _MAYBE_SECRET.search
         for key, item in mapping.items():
             if type(key) is not str:
                 return False
             if item is None:
                 continue
-            secret = known.get(key)
-            if secret is None:
-                secret = _secret(key)
-            if secret:
+            if key not in known and _secret(key):
                 return False
             inner = type(item)
             if inner is str:  # the common case, inline: short text without a credential's characters
@@ -80,6 +80,9 @@ def clean(value: object, depth: int = 0) -> bool:
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
+                    return False
+            elif inner is int:  # inline too: what orjson encodes (64 bits)
+                if not -(2**63) <= item < 2**63:
                     return False
             elif not _scalar(item, inner):
                 return False
@@ -96,6 +99,9 @@ def clean(value: object, depth: int = 0) -> bool:
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
+                    return False
+            elif inner is int:  # inline too: what orjson encodes (64 bits)
+                if not -(2**63) <= item < 2**63:
                     return False
             elif not _scalar(item, inner):
                 return False

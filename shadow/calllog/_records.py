@@ -44,7 +44,7 @@ class CallRecord:
 
     def to_row(self) -> dict[str, Any]:
         """The row to insert into ``calls``."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _CALL_FIELDS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +63,13 @@ class MarkRecord:
 
     def to_row(self) -> dict[str, Any]:
         """The row to insert into ``marks``."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _MARK_FIELDS}
 
 
 Record = CallRecord | MarkRecord
+#: The field names in order (``dataclasses.fields`` walks the class's fields on every call; spooling is hot).
+_CALL_FIELDS: Final = tuple(f.name for f in dataclasses.fields(CallRecord))
+_MARK_FIELDS: Final = tuple(f.name for f in dataclasses.fields(MarkRecord))
 
 
 def _slot_constructor(cls: type[Any]) -> Callable[..., Any]:

@@ -38,6 +38,7 @@ log = get_logger("shadow.writer")
 
 _FORMAT: Final = 1
 _KINDS: Final[dict[str, type[CallRecord] | type[MarkRecord]]] = {"call": CallRecord, "mark": MarkRecord}
+_NAMES: Final = {cls: frozenset(f.name for f in dataclasses.fields(cls)) for cls in (CallRecord, MarkRecord)}
 _PID_NAME = re.compile(r"^(?P<prefix>.+)\.(?P<pid>\d+)\.spool$")
 
 
@@ -94,7 +95,7 @@ def decode(line: bytes) -> Record:
     if not isinstance(row.get("ts"), str):
         raise ValueError("ts is missing")
     row["ts"] = dt.datetime.fromisoformat(row["ts"])
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _NAMES[cls]
     if row.get("source") is None:
         row.pop("source", None)
     return cls(**{k: v for k, v in row.items() if k in names})

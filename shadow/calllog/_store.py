@@ -52,10 +52,20 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 )
 
 
+#: The last second formatted (its fields, its text): a batch's records mostly share it, and ``isoformat`` is most
+#: of this conversion's cost. One tuple, replaced whole, so threads never see a key with another second's text.
+_last_second: tuple[tuple[int, ...], str] = ((), "")
+
+
 def _sqlite_time(value: dt.datetime) -> str:
     """UTC wall time in the form SQLAlchemy's SQLite ``DateTime`` stores and reads (readers attach UTC)."""
-    if value.tzinfo is dt.UTC:
-        return value.isoformat(" ", "microseconds")[:-6]  # without "+00:00"
+    global _last_second
+    if value.tzinfo is dt.UTC:  # "YYYY-MM-DD HH:MM:SS.ffffff", as isoformat(" ", "microseconds") without "+00:00"
+        key = (value.second, value.minute, value.hour, value.day, value.month, value.year)
+        last = _last_second
+        if last[0] != key:
+            last = _last_second = (key, value.isoformat(" ", "seconds")[:-6])
+        return f"{last[1]}.{value.microsecond:06d}"
     return utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 

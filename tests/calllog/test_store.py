@@ -96,6 +96,28 @@ def test_sqlite_keeps_microseconds_as_utc_wall_time(sqlite_url: str) -> None:
     assert raw == "2025-03-14 09:26:53.589793"
 
 
+def test_sqlite_times_in_one_batch_across_seconds_are_stored_as_sqlalchemy_core_stores_them(
+        sqlite_url: str) -> None:
+    from sqlalchemy import insert
+
+    second = dt.timedelta(seconds=1)
+    new_year = dt.datetime(2025, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC)
+    times = [TS, TS + second, TS, TS.replace(microsecond=0), TS + dt.timedelta(microseconds=1), new_year,
+             new_year + dt.timedelta(microseconds=1), TS.replace(year=2026)]
+    ours = [call(i, ts=ts) for i, ts in enumerate(times)]
+    SqlStore(sqlite_url).write(ours)
+    engine = create_engine(sqlite_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(calls), [{**r.to_row(), "id": f"core-{r.seq}"} for r in ours])
+    finally:
+        engine.dispose()
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
+        stored = dict(conn.execute("SELECT id, ts FROM calls").fetchall())
+    assert [stored[r.id] for r in ours] == [stored[f"core-{r.seq}"] for r in ours]
+    assert stored[ours[5].id] == "2025-12-31 23:59:59.999999" and stored[ours[6].id] == "2026-01-01 00:00:00.000000"
+
+
 def test_writing_the_same_batch_twice_stores_each_record_once(db_url: str) -> None:
     store = SqlStore(db_url)
     batch = [call(i) for i in range(20)] + [mark(99)]
