@@ -38,80 +38,86 @@ scoped_marks AS NOT MATERIALIZED (
     WHERE kind IN ('user_turn', 'end')
       AND ($all_sessions OR session_id IN (SELECT session_id FROM sync_scope))
 ),
--- Every position (epoch, seq) a session used (calls and marks of any kind) and the next one used after it: a gap
--- is missing records. Positions order as events do (epoch, rows without one first; then seq).
-used_seqs AS (
-    SELECT DISTINCT session_id, epoch, seq
-    FROM (
-        SELECT session_id, epoch, seq FROM scoped_calls
-        UNION ALL
-        SELECT session_id, epoch, seq FROM marks
-        WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
-    ) AS used
-),
-next_used AS (
-    SELECT session_id, epoch, seq,
-           -- the position that should come next: seq + 1 in the same epoch, or seq 1 of a later one
-           LEAD(seq) OVER w > CASE WHEN LEAD(epoch) OVER w IS NOT DISTINCT FROM epoch THEN seq + 1 ELSE 1 END
-               AS gap_after
-    FROM used_seqs
-    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq)
-),
--- Calls and marks as one ordered stream per session, narrowed to what the windows need (call columns are NULL
--- on marks, so "IGNORE NULLS" steps over marks to the neighbouring call).
-events AS (
-    SELECT session_id, epoch, seq, 0 AS is_mark, id, id AS call_id, NULL AS kind, ts, tool, fingerprint,
-           outcome = 'error' AS is_error
-    FROM scoped_calls
+-- Every position (epoch, seq) a session used: calls and marks of any kind.
+used AS NOT MATERIALIZED (
+    SELECT session_id, epoch, seq FROM scoped_calls
     UNION ALL
-    SELECT session_id, epoch, seq, 1 AS is_mark, id, NULL, kind, NULL, NULL, NULL, NULL
-    FROM scoped_marks
+    SELECT session_id, epoch, seq FROM marks
+    WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
 ),
-stream AS (
-    SELECT *,
-           LEAD(is_mark) OVER w AS next_is_mark,                          -- the first event after this one
-           LEAD(kind) OVER w AS next_kind,
-           LEAD(call_id IGNORE NULLS) OVER w AS next_call_id,            -- the next call, marks skipped
-           LEAD(tool IGNORE NULLS) OVER w AS next_tool,
-           LEAD(fingerprint IGNORE NULLS) OVER w AS next_fingerprint,
-           LEAD(ts IGNORE NULLS) OVER w AS next_ts,
-           LAG(tool IGNORE NULLS) OVER w AS prev_tool,                    -- the previous call
-           LAG(fingerprint IGNORE NULLS) OVER w AS prev_fingerprint,
-           SUM(1 - is_mark) OVER w AS call_pos,                           -- 1, 2, ... over calls only
-           SUM(1 - is_mark) OVER (PARTITION BY session_id) AS n_calls
-    FROM events
-    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, id)
+-- Per epoch of a session: its last seq, and the first seq of the epoch after it (epochs order as events do:
+-- rows without one first). A gap follows (epoch, seq) unless seq + 1 is used in the epoch, or seq is the epoch's
+-- last and the next epoch starts at 1 (or none follows).
+epochs AS (
+    SELECT session_id, epoch, max_seq,
+           LEAD(min_seq) OVER (PARTITION BY session_id ORDER BY epoch NULLS FIRST) AS next_epoch_first
+    FROM (SELECT session_id, epoch, MAX(seq) AS max_seq, MIN(seq) AS min_seq FROM used GROUP BY session_id, epoch)
+        AS per_epoch
 ),
--- Runs of identical calls (same tool and fingerprint): a run starts where a call differs from the call before.
+-- The next CALL after every call (marks skipped), narrowed to what the follow-up needs, and its position among the
+-- session's calls.
+call_stream AS (
+    SELECT id, session_id, outcome = 'error' AS is_error,
+           LEAD(id) OVER w AS next_call_id,
+           LEAD(ts) OVER w AS next_ts,
+           LEAD(tool) OVER w = tool AS next_same_tool,
+           LEAD(tool) OVER w = tool AND LEAD(fingerprint) OVER w = fingerprint AS next_same_call,
+           ROW_NUMBER() OVER w AS call_pos,                               -- 1, 2, ... over calls only
+           COUNT(*) OVER (PARTITION BY session_id) AS n_calls
+    FROM scoped_calls
+    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, id)
+),
+-- Runs of identical calls (same tool and fingerprint): where the next run starts after each call, the first later
+-- position whose call differs from the one before it.
 runs AS (
     SELECT *,
-           MIN(CASE WHEN starts_run THEN call_pos END) OVER (
-               PARTITION BY session_id ORDER BY call_pos ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING
+           MIN(CASE WHEN next_call_id IS NOT NULL AND NOT next_same_call THEN call_pos + 1 END) OVER (
+               PARTITION BY session_id ORDER BY call_pos DESC ROWS UNBOUNDED PRECEDING
            ) AS next_run_start
+    FROM call_stream
+),
+-- The first EVENT after each error call: calls and the marks that count as events in one ordered stream, narrow.
+next_event AS (
+    SELECT id, next_is_mark, next_kind
     FROM (
-        SELECT session_id, call_id, is_error, call_pos, n_calls, next_is_mark, next_kind, next_call_id,
-               next_tool, next_fingerprint, next_ts,
-               NOT (prev_tool IS NOT DISTINCT FROM tool AND prev_fingerprint IS NOT DISTINCT FROM fingerprint)
-                   AS starts_run
-        FROM stream
-        WHERE is_mark = 0
-    ) AS calls_only
+        SELECT id, is_mark, is_error,
+               LEAD(is_mark) OVER w AS next_is_mark,
+               LEAD(kind) OVER w AS next_kind
+        FROM (
+            SELECT session_id, epoch, seq, 0 AS is_mark, id, NULL AS kind, outcome = 'error' AS is_error
+            FROM scoped_calls
+            UNION ALL
+            SELECT session_id, epoch, seq, 1 AS is_mark, id, kind, false AS is_error
+            FROM scoped_marks
+        ) AS events
+        WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, id)
+    ) AS stream
+    WHERE is_mark = 0 AND is_error
+),
+error_gaps AS (
+    SELECT c.*,
+           CASE WHEN nxt.seq IS NOT NULL THEN false
+                WHEN c.seq < ep.max_seq THEN true
+                ELSE COALESCE(ep.next_epoch_first > 1, false)
+           END AS gap_after
+    FROM scoped_calls AS c
+    JOIN epochs AS ep ON ep.session_id = c.session_id AND ep.epoch IS NOT DISTINCT FROM c.epoch
+    LEFT JOIN (SELECT DISTINCT session_id, epoch, seq FROM used) AS nxt
+        ON nxt.session_id = c.session_id AND nxt.epoch IS NOT DISTINCT FROM c.epoch AND nxt.seq = c.seq + 1
+    WHERE c.outcome = 'error'
 ),
 errors AS (
-    SELECT c.*, r.next_is_mark, r.next_kind, r.next_call_id, r.next_tool, r.next_ts, r.call_pos, r.n_calls,
-           r.next_run_start,
-           COALESCE(g.gap_after, false) AS gap_after,
-           r.next_call_id IS NOT NULL AND r.next_tool = c.tool AND r.next_fingerprint = c.fingerprint
-               AND NOT COALESCE(g.gap_after, false) AS looped,
+    SELECT c.*, ne.next_is_mark, ne.next_kind, r.next_call_id, r.next_ts, r.next_same_tool, r.call_pos,
+           r.n_calls, r.next_run_start,
+           COALESCE(r.next_same_call, false) AND NOT c.gap_after AS looped,
            CASE WHEN c.error_field IS NULL THEN NULL
                 WHEN c.arg_hashes IS NOT NULL
                      AND map_contains(CAST(c.arg_hashes AS MAP(VARCHAR, VARCHAR)), c.error_field) THEN c.error_field
                 ELSE regexp_extract(c.error_field, '^[^.\[]+')
            END AS field_key
     FROM runs AS r
-    JOIN scoped_calls AS c ON c.id = r.call_id AND c.outcome = 'error'
-    LEFT JOIN next_used AS g
-        ON g.session_id = c.session_id AND g.epoch IS NOT DISTINCT FROM c.epoch AND g.seq = c.seq
+    JOIN error_gaps AS c ON c.id = r.id
+    JOIN next_event AS ne ON ne.id = r.id
     WHERE r.is_error
 ),
 -- A repair after a validation_error naming a field: the next call's per-argument fingerprints, to compare.
@@ -120,7 +126,7 @@ named_repairs AS (
     FROM errors AS e
     JOIN scoped_calls AS n ON n.id = e.next_call_id
     WHERE e.code = 'validation_error' AND e.error_field IS NOT NULL AND e.next_is_mark = 0
-      AND NOT e.looped AND e.next_tool = e.tool AND NOT e.gap_after
+      AND NOT e.looped AND e.next_same_tool AND NOT e.gap_after
 )
 SELECT
     e.id,
@@ -141,7 +147,7 @@ SELECT
         WHEN e.next_is_mark IS NULL THEN 'nothing'
         WHEN e.next_is_mark = 1 THEN CASE WHEN e.next_kind = 'end' THEN 'end' ELSE 'user_turn' END
         WHEN e.looped THEN 'repeat'
-        WHEN e.next_tool = e.tool THEN 'repair'
+        WHEN e.next_same_tool THEN 'repair'
         ELSE 'other_tool'
     END AS follow_up,
     e.looped,
