@@ -147,7 +147,8 @@ _CHILD = textwrap.dedent('''
     for key in KEY_NAMES:
         served.append(store_kv(**{{key: "KeyVal-" + key + "-Zq81"}}))
     for i in range(3):
-        served += [login_cutover("bad", password=ECHOED[0], note=f"n{{i}}"), connect({{"auth": {{"token": ECHOED[1]}}}})]
+        served += [login_cutover("bad", password=ECHOED[0], note=f"n{{i}}"), connect({{"auth": {{"token": ECHOED[1]}}}}),
+                   shadow.guard(login)("bad", ECHOED[0], f"g{{i}}")]
         try:
             login_shadow("bad", ECHOED[0], f"n{{i}}")
         except ValueError:
