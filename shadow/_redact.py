@@ -179,13 +179,18 @@ def secret_values(arguments: Mapping[str, object]) -> tuple[str, ...]:
 
 
 def _collect(value: object, secret: bool, found: set[str], depth: int) -> None:
-    if depth > 20:
+    kind = type(value)
+    if kind is str or kind is int:  # the common case first: exact types, no isinstance against ABCs
+        if secret and len(text := str(value)) >= MIN_ECHOED_SECRET:
+            found.add(text)
         return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
+    if depth > 20 or value is None or kind is float or kind is bool:
+        return
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        for key, item in value.items():  # type: ignore[attr-defined]
             _collect(item, secret or (isinstance(key, str) and is_secret_key(key)), found, depth + 1)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for item in value:
+    elif kind is list or isinstance(value, tuple | set | frozenset):
+        for item in value:  # type: ignore[attr-defined]
             _collect(item, secret, found, depth + 1)
     elif secret and isinstance(value, str | int) and not isinstance(value, bool | Public):
         text = str(value)
