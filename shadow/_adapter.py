@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import inspect
@@ -20,7 +21,7 @@ from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._names import check_name, storable_name
-from shadow._redact import JSONValue, cap, scrub_text, to_jsonable
+from shadow._redact import JSONValue, cap, redact_values, scrub_text, secret_values, to_jsonable
 from shadow._wrappers import WRAPPERS
 from shadow.calllog._records import CallRecord, new_call_record
 from shadow.calllog._writer import get_writer
@@ -118,7 +119,10 @@ class PendingCall:
         outcome = None if cancelled else self.outcome or _guarded(self._outcome, None)
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
-        payload: JSONValue = _guarded(lambda: cap(to_jsonable(served), limits.max_payload_bytes), None)
+        # values of credential-keyed arguments, wherever the tool echoed them (exception text, results)
+        secrets: tuple[str, ...] = _guarded(lambda: secret_values(arguments), ())
+        payload: JSONValue = _guarded(
+            lambda: cap(redact_values(to_jsonable(served), secrets), limits.max_payload_bytes), None)
         context = error.context if error is not None and error.context else {}
         retry_after = context.get("retry_after_ms")
         field = context.get("field")
@@ -134,7 +138,7 @@ class PendingCall:
             arg_hashes=_guarded(lambda: argument_hashes(arguments), None),
             args=_guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
             outcome="cancelled" if cancelled else "error" if error is not None or outcome is None else "ok",
-            legacy_payload=_guarded(lambda: self._legacy(limits.max_payload_bytes), "<unavailable>"),
+            legacy_payload=_guarded(lambda: self._legacy(limits.max_payload_bytes, secrets), "<unavailable>"),
             new_payload=payload,
             code=error.code.value if error is not None else None,
             retryable=error.retryable if error is not None else None,
@@ -209,11 +213,21 @@ class PendingCall:
     def _outcome(self) -> Outcome:
         return self.spec.outcome(self.value, self.exc)
 
-    def _legacy(self, max_bytes: int) -> JSONValue:
+    def _legacy(self, max_bytes: int, secrets: tuple[str, ...] = ()) -> JSONValue:
         if self.exc is not None:
-            text = scrub_text(str(self.exc))[:_MAX_EXC_TEXT]
+            text = scrub_text(str(redact_values(str(self.exc), secrets)))[:_MAX_EXC_TEXT]
             return {"exception": type(self.exc).__qualname__, "message": text}
-        return cap(to_jsonable(self.value), max_bytes)
+        return cap(redact_values(to_jsonable(self.value), secrets), max_bytes)
+
+    def served(self, outcome: Outcome) -> Outcome:
+        """``outcome`` as the model may see it: values of credential-keyed arguments echoed in it redacted."""
+        try:
+            secrets = secret_values(self._arguments())
+        except TypeError:  # arguments that do not bind to the parameters: no names, so nothing known as secret
+            return outcome
+        if not secrets:
+            return outcome
+        return dataclasses.replace(outcome, payload=redact_values(outcome.payload, secrets))  # type: ignore[arg-type]
 
 
 def _guarded(build: Callable[[], Any], fallback: Any) -> Any:
@@ -291,6 +305,8 @@ class _Runner:
         if started.variant is _STRUCTURED and (exc is None or isinstance(exc, Exception)):
             try:
                 outcome = self.spec.outcome(value, exc)
+                outcome = PendingCall(spec=self.spec, mode=started.mode, variant=started.variant, session_id="",
+                                      seq=0, started_ns=0, latency_ns=0, args=args, kwargs=kwargs).served(outcome)
             except Exception as failure:
                 outcome = Outcome(ToolError.of(Code.INTERNAL_ERROR).payload(), unmapped=True)
                 _internal_failure(self.spec.name, failure, "adapter.outcome")

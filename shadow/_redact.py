@@ -162,6 +162,58 @@ def _replacement(found: re.Match[str], text: str) -> str:
     return REDACTED
 
 
+#: Credential-keyed argument values shorter than this are not searched for in a record's other text: a short value
+#: (``pin=1``) would mangle ordinary words and numbers, and ``args`` shows it redacted anyway.
+MIN_ECHOED_SECRET: Final = 4
+
+
+def secret_values(arguments: Mapping[str, object]) -> tuple[str, ...]:
+    """The texts of the values under credential keys in ``arguments`` (nested too), longest first; usually ``()``.
+
+    A tool may echo such a value in its result or exception text (``f"bad login with {password}"``): these are what
+    ``redact_values`` removes from the rest of the call's record and from the payload served in cutover.
+    """
+    found: set[str] = set()
+    _collect(arguments, False, found, 0)
+    return tuple(sorted(found, key=len, reverse=True)) if found else ()
+
+
+def _collect(value: object, secret: bool, found: set[str], depth: int) -> None:
+    kind = type(value)
+    if kind is str or kind is int:  # the common case first: exact types, no isinstance against ABCs
+        if secret and len(text := str(value)) >= MIN_ECHOED_SECRET:
+            found.add(text)
+        return
+    if depth > 20 or value is None or kind is float or kind is bool:
+        return
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        for key, item in value.items():  # type: ignore[attr-defined]
+            _collect(item, secret or (isinstance(key, str) and is_secret_key(key)), found, depth + 1)
+    elif kind is list or isinstance(value, tuple | set | frozenset):
+        for item in value:  # type: ignore[attr-defined]
+            _collect(item, secret, found, depth + 1)
+    elif secret and isinstance(value, str | int) and not isinstance(value, bool | Public):
+        text = str(value)
+        if len(text) >= MIN_ECHOED_SECRET:
+            found.add(text)
+
+
+def redact_values(value: JSONValue, secrets: tuple[str, ...]) -> JSONValue:
+    """``value`` with each of ``secrets`` replaced by ``REDACTED`` wherever it appears in its strings and keys."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, list):
+        return [redact_values(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {str(redact_values(key, secrets)): redact_values(item, secrets) for key, item in value.items()}
+    return value
+
+
 def to_jsonable(value: object, *, redact: bool = True, max_depth: int = 20) -> JSONValue:
     """Convert any Python value to plain JSON data, redacting credentials; never raises.
 

@@ -80,3 +80,6 @@ KEY_NAMES: Final = (
 )
 #: Names that must stay readable (no credential).
 PLAIN_NAMES: Final = ("sort_key", "primary_key", "title", "due_date", "monkey", "bypass", "passage", "keyword")
+#: Values of credential-keyed arguments that a tool echoes in its exception text or result (``login(password=...)``,
+#: ``connect(config={"auth": {"token": ...}})``): shapes no text pattern knows, found only by their argument's key.
+ECHOED: Final = ("Hunter2-Login-Zq81", "Tok-Nested-Zq81")

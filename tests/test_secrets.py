@@ -19,7 +19,7 @@ import pytest
 
 from shadow._fingerprint import fingerprint
 from shadow._redact import REDACTED, dumps, scrub_text, to_jsonable
-from tests._secrets_corpus import CORPUS, KEY_NAMES, PLAIN_NAMES
+from tests._secrets_corpus import CORPUS, ECHOED, KEY_NAMES, PLAIN_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ _CHILD = textwrap.dedent('''
     import shadow
     from shadow import Code, Rules
     sys.path.insert(0, {root!r})
-    from tests._secrets_corpus import CORPUS, KEY_NAMES
+    from tests._secrets_corpus import CORPUS, ECHOED, KEY_NAMES
 
     @shadow.tool
     def note(text: str) -> str:
@@ -130,12 +130,29 @@ _CHILD = textwrap.dedent('''
     def get_task(task_id: str) -> str:
         raise LookupError(task_id)
 
+    def login(user: str, password: str, note: str) -> str:  # echoes a credential-keyed argument
+        raise ValueError(f"bad login for {{user}} with {{password}}: {{note}}")
+
+    @shadow.tool
+    def connect(config: dict) -> dict:
+        return {{"echo": "connected with " + config["auth"]["token"]}}
+
+    login_cutover = shadow.tool("login")(login)
+    login_shadow = shadow.tool("login_shadow")(login)  # SHADOW_FLAGS puts this one in shadow mode
+
     served = []
     for _name, _plugin, text, _needle in CORPUS:
         served += [note(text=text), legacy_value(text=text), legacy_raise(text=text), guarded_raise(text=text),
                    get_task(task_id=text)]
     for key in KEY_NAMES:
         served.append(store_kv(**{{key: "KeyVal-" + key + "-Zq81"}}))
+    for i in range(3):
+        served += [login_cutover("bad", password=ECHOED[0], note=f"n{{i}}"), connect({{"auth": {{"token": ECHOED[1]}}}}),
+                   shadow.guard(login)("bad", ECHOED[0], f"g{{i}}")]
+        try:
+            login_shadow("bad", ECHOED[0], f"n{{i}}")
+        except ValueError:
+            pass
     assert shadow.flush(30)
     print(json.dumps(served))
 ''')
@@ -143,7 +160,7 @@ _CHILD = textwrap.dedent('''
 
 def _run_child(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", _CHILD.format(root=str(ROOT))], cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "SHADOW_FLAGS": "*=cutover",
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "SHADOW_FLAGS": "*=cutover,login_shadow=shadow",
                                "SHADOW_LOG_LEVEL": "DEBUG", **env},
                           capture_output=True, text=True, timeout=300, check=False)
 
@@ -172,7 +189,8 @@ def test_no_secret_of_the_corpus_reaches_any_store_log_export_dashboard_or_paylo
     assert spooled.returncode == 0, spooled.stderr[-2000:]
     steps = [_cli("sync", cwd=tmp_path, env=env), _cli("export", "parquet", str(tmp_path / "pq"), cwd=tmp_path,
                                                        env=env),
-             _cli("dashboard", "--out", str(tmp_path / "cutover.html"), "--no-sync", cwd=tmp_path, env=env)]
+             _cli("dashboard", "--out", str(tmp_path / "cutover.html"), "--no-sync", cwd=tmp_path, env=env),
+             _cli("rules", "suggest", cwd=tmp_path, env=env)]
     for step in steps:
         assert step.returncode == 0, step.stdout + step.stderr[-2000:]
     import duckdb
@@ -187,10 +205,24 @@ def test_no_secret_of_the_corpus_reaches_any_store_log_export_dashboard_or_paylo
         "files (sqlite, spool, duckdb, parquet, dashboard)": b"".join(p.read_bytes() for p in files),
         "warehouse rows": warehouse_text.encode(), "parquet rows": parquet_text.encode(),
         "stderr": "".join(r.stderr for r in (live, spooled, *steps)).encode(),
+        "rules suggest": steps[-1].stdout.encode(),
         "served payloads": (live.stdout + spooled.stdout).encode(),
     }
-    needles = [s for _n, _p, _t, s in CORPUS] + [f"KeyVal-{k}-Zq81" for k in KEY_NAMES]
+    needles = [s for _n, _p, _t, s in CORPUS] + [f"KeyVal-{k}-Zq81" for k in KEY_NAMES] + list(ECHOED)
     leaks = [(place, needle) for (place, blob), needle in itertools.product(places.items(), needles)
              if needle.encode() in blob or json.dumps(needle)[1:-1].encode() in blob]
     assert leaks == []
     assert "No task has the id [REDACTED]" in live.stdout
+    assert "connected with [REDACTED]" in live.stdout  # the served payload, in cutover
+
+
+def test_echoed_credential_argument_values_are_found_by_key_and_short_ones_are_left() -> None:
+    from shadow._redact import redact_values, secret_values
+
+    found = secret_values({"user": "bob", "password": "Hunter2-Login-Zq81", "pin": "12",
+                           "config": {"auth": {"token": "Tok-Nested-Zq81", "n": 12345}, "title": "Tok-Plain"}})
+    assert found == ("Hunter2-Login-Zq81", "Tok-Nested-Zq81", "12345")
+    assert secret_values({"user": "bob", "title": "Hunter2-Login-Zq81"}) == ()
+    text = {"message": "bad login for bob with Hunter2-Login-Zq81 (12 tries)", "Tok-Nested-Zq81": ["Tok-Nested-Zq81"]}
+    assert redact_values(text, found) == {"message": f"bad login for bob with {REDACTED} (12 tries)",
+                                          REDACTED: [REDACTED]}

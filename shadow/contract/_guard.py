@@ -11,7 +11,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from shadow._callables import callable_kind
 from shadow._logs import get_logger
-from shadow._redact import scrub_text
+from shadow._redact import redact_values, scrub_text, secret_values
 from shadow.contract._codes import Code
 from shadow.contract._payloads import ErrorPayload, Payload, ToolError, ok
 from shadow.contract._rules import Rules, Translation
@@ -42,7 +42,7 @@ class Outcome:
 
 def outcome_of_exception(
     exc: BaseException, *, rules: Rules | None = None, idempotent: bool = True, tool: str | None = None,
-    quiet: bool = False,
+    quiet: bool = False, secrets: tuple[str, ...] = (),
 ) -> Outcome:
     """Translate an exception into the contract (the one place exceptions are translated).
 
@@ -52,7 +52,7 @@ def outcome_of_exception(
     if translation.unmapped and not quiet:
         # The type and a scrubbed, bounded message only: exception text and tracebacks may carry credentials.
         log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__,
-                    error=scrub_text(str(exc))[:_MAX_LOGGED_TEXT])
+                    error=scrub_text(str(redact_values(str(exc), secrets)))[:_MAX_LOGGED_TEXT])
     return Outcome.of_translation(translation)
 
 
@@ -145,7 +145,7 @@ def _guard(fn: Callable[..., Any], *, rules: Rules | None, idempotent: bool, nam
             try:
                 value = await fn(*args, **kwargs)
             except Exception as exc:
-                return outcome_of_exception(exc, rules=rules, idempotent=idempotent, tool=tool_name).payload
+                return _error_payload(exc, (signature, args, kwargs), rules, idempotent, tool_name)
             return outcome_of_value(value, rules=rules, idempotent=idempotent, tool=tool_name).payload
 
         async_wrapper.__shadow_guarded__ = True  # type: ignore[attr-defined]
@@ -159,11 +159,22 @@ def _guard(fn: Callable[..., Any], *, rules: Rules | None, idempotent: bool, nam
         try:
             value = fn(*args, **kwargs)
         except Exception as exc:
-            return outcome_of_exception(exc, rules=rules, idempotent=idempotent, tool=tool_name).payload
+            return _error_payload(exc, (signature, args, kwargs), rules, idempotent, tool_name)
         return outcome_of_value(value, rules=rules, idempotent=idempotent, tool=tool_name).payload
 
     wrapper.__shadow_guarded__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _error_payload(exc: Exception, call: tuple[inspect.Signature, tuple[Any, ...], dict[str, Any]],
+                   rules: Rules | None, idempotent: bool, tool: str | None) -> Payload:
+    """The payload for a raised exception, with values of credential-keyed arguments it echoes redacted."""
+    try:
+        secrets = secret_values(call[0].bind(*call[1], **call[2]).arguments)
+    except TypeError:
+        secrets = ()
+    payload = outcome_of_exception(exc, rules=rules, idempotent=idempotent, tool=tool, secrets=secrets).payload
+    return redact_values(payload, secrets) if secrets else payload  # type: ignore[arg-type,return-value]
 
 
 def _args_problem(args: object) -> ErrorPayload | None:
