@@ -6,8 +6,8 @@ The module map (one line per subpackage, what it owns) is in ``shadow/README.md`
 from __future__ import annotations
 
 from shadow import _deprecated, flags, normalize, tokens
-from shadow._adapter import tool
 from shadow._config import configure
+from shadow._decorator import tool
 from shadow._redact import Public
 from shadow._sessions import mark, session
 from shadow.calllog._writer import flush

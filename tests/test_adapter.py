@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import shadow
 from shadow import _config as config
 from shadow import _sessions as sessions
-from shadow._adapter import tool
+from shadow._decorator import tool
 from shadow.calllog._records import CallRecord, MarkRecord
 from shadow.flags._db import FlagState, Mode, bucket
 from shadow.testing import InMemoryFlags, InMemoryStore, assert_valid_payload, recording

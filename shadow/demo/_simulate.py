@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadow import _clock as clock
-from shadow._adapter import tool as shadow_tool
+from shadow._decorator import tool as shadow_tool
 from shadow._sessions import mark, session
 from shadow.calllog._writer import flush
 from shadow.contract._rules import looks_like_error

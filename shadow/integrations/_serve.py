@@ -25,7 +25,7 @@ class ShadowOptions:
     def wrap(self, fn: Callable[..., Any], deliver: Callable[[Payload], Any] | None = None,
              name: str | None = None) -> Callable[..., Any]:
         """``fn`` behind its flag, as ``@shadow.tool`` would wrap it, serving a cutover payload through ``deliver``."""
-        from shadow._adapter import _check_options, _wrap
+        from shadow._decorator import _check_options, _wrap
 
         _check_options(name or self.name, self.rules, self.flags)
         wrapped: Callable[..., Any] = _wrap(fn, name=name or self.name, rules=self.rules, idempotent=self.idempotent,

@@ -15,7 +15,7 @@ from openfeature.provider.in_memory_provider import InMemoryFlag, InMemoryProvid
 
 import shadow
 from shadow import _sessions as sessions
-from shadow._adapter import tool
+from shadow._decorator import tool
 from shadow.calllog._records import CallRecord
 from shadow.flags._db import DbFlags, FlagState, Mode, Variant
 from shadow.flags._openfeature import OpenFeatureFlags

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from requests.structures import CaseInsensitiveDict
 
 import shadow
-from shadow._adapter import tool
+from shadow._decorator import tool
 from shadow.calllog._records import CallRecord
 from shadow.contract._guard import outcome_of_exception, outcome_of_value
 from shadow.contract._rules import Rules
