@@ -105,13 +105,8 @@ os.register_at_fork(before=_gate.before_fork, after_in_parent=_gate.after_fork_i
                     after_in_child=_gate.after_fork_in_child)
 
 
-class _GatedQueuePool(pool.QueuePool):
-    """SQLAlchemy's pool for a SQLite file, with every use of a connection (from getting it, connecting included,
-    to returning it, closing included) and every close of idle ones inside the fork gate."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _gate.add(self)
+class _Gated(pool.Pool):
+    """Getting a connection (connecting included) and returning it (closing included) inside the fork gate."""
 
     def _do_get(self) -> pool.ConnectionPoolEntry:
         _gate.enter()
@@ -126,6 +121,15 @@ class _GatedQueuePool(pool.QueuePool):
             super()._do_return_conn(record)
         finally:
             _gate.leave()
+
+
+class _GatedQueuePool(_Gated, pool.QueuePool):
+    """SQLAlchemy's pool for a SQLite file, with every use of a connection and every close of idle ones inside the
+    fork gate."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _gate.add(self)
 
     def dispose(self) -> None:
         _gate.enter()
@@ -135,22 +139,8 @@ class _GatedQueuePool(pool.QueuePool):
             _gate.leave()
 
 
-class _GatedNullPool(pool.NullPool):
+class _GatedNullPool(_Gated, pool.NullPool):
     """A connection per use (migrations), connecting and closing inside the fork gate."""
-
-    def _do_get(self) -> pool.ConnectionPoolEntry:
-        _gate.enter()
-        try:
-            return super()._do_get()
-        except BaseException:
-            _gate.leave()
-            raise
-
-    def _do_return_conn(self, record: pool.ConnectionPoolEntry) -> None:
-        try:
-            super()._do_return_conn(record)
-        finally:
-            _gate.leave()
 
 
 def _sqlite_pool(url: str, requested: type[pool.Pool] | None) -> type[pool.Pool] | None:
