@@ -1,34 +1,52 @@
-"""The call log as Arrow record batches: ADBC's SQLite and PostgreSQL drivers read in C, no Python object per row."""
+"""The call log as Arrow record batches: ADBC's SQLite and PostgreSQL drivers read in C, no Python object per row.
+
+A sync reads its tables in order through ``open_reads``: a large SQLite read in one child process
+(``_sqlite_read``), PostgreSQL through one ADBC database (``_postgres_read``); a large table in parallel parts.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import queue
-import subprocess
-import sys
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Boolean, DateTime, Integer, Table
+from sqlalchemy import Boolean, DateTime, Engine, Integer, Table, text
 from sqlalchemy.engine import make_url
 
+from shadow.analytics import _postgres_read, _sqlite_read
 from shadow.analytics._source import SourceError, display_url, lower_param
 from shadow.calllog import _db as db
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Rows per Arrow batch read from SQLite (ADBC's SQLite driver infers each column's type from the first batch).
-BATCH_ROWS: Final = 16_384
-#: SQLite reads of this many rows or more (a sync: calls and marks together) use ADBC in a child process.
+#: SQLite reads of this many rows or more (a sync's tables together) use ADBC in a child process.
 CHILD_FROM_ROWS: Final = 100_000
-#: Batches read ahead of DuckDB by the reader thread.
+#: A table of this many rows per core or more is read in parallel parts (SQLite: ranges of rowids; PostgreSQL:
+#: ranges of pages), up to ``_MAX_PARTS``.
+PART_FROM_ROWS: Final = 100_000
+_MAX_PARTS: Final = 4
+#: Batches read ahead of DuckDB by the reader threads.
 _AHEAD: Final = 2
 #: The id of the typed first row the SQLite query starts with (no call or mark has an empty id).
 _SEED_ID: Final = ""
+
+#: ``next_read(advance)``: the next table's batches, renamed to its columns, ``advance(rows)`` called per batch.
+NextRead = Callable[[Callable[[int], None]], contextlib.AbstractContextManager["pa.RecordBatchReader"]]
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One table to read: its rows inserted at or after ``lower`` (all when None), about ``rows`` of them."""
+
+    table: Table
+    lower: dt.datetime | None
+    rows: int
 
 
 def _quote(name: str) -> str:
@@ -39,8 +57,8 @@ def _is_integer(column: Any) -> bool:
     return isinstance(column.type, Integer | Boolean)
 
 
-def sqlite_query(table: Table, lower: dt.datetime | None) -> str:
-    """Every column as TEXT or INTEGER, after one typed seed row.
+def sqlite_query(table: Table, lower: dt.datetime | None, rowids: tuple[int, int] | None = None) -> str:
+    """Every column as TEXT or INTEGER, after one typed seed row; ``rowids`` limits it to a range of rowids.
 
     ADBC's SQLite driver infers a column's Arrow type from the first batch and fails on a later value of another
     type, so a column that is NULL throughout the first batch (``code`` on a run of successes) would break it. The
@@ -56,14 +74,39 @@ def sqlite_query(table: Table, lower: dt.datetime | None) -> str:
         else:
             seed.append(f"'{_SEED_ID}' AS {name}")
             cols.append(f"CAST({name} AS TEXT)")
-    where = ""
+    where = []
     if lower is not None:
-        where = f" WHERE CAST(inserted_at AS TEXT) >= '{lower_param(lower, 'sqlite')}'"
-    return f"SELECT {', '.join(seed)} UNION ALL SELECT {', '.join(cols)} FROM {_quote(table.name)}{where}"
+        where.append(f"CAST(inserted_at AS TEXT) >= '{lower_param(lower, 'sqlite')}'")
+    if rowids is not None:
+        where.append(f"rowid BETWEEN {int(rowids[0])} AND {int(rowids[1])}")
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    return f"SELECT {', '.join(seed)} UNION ALL SELECT {', '.join(cols)} FROM {_quote(table.name)}{clause}"
 
 
-def postgres_query(table: Table, lower: dt.datetime | None) -> str:
-    """Every column in its own type, times as UTC without a zone and JSON as text (ADBC reads them through COPY)."""
+def _parts(rows: int) -> int:
+    """How many parallel parts a read of ``rows`` rows is split into: one per core, up to 4, from 100,000 rows each."""
+    return max(1, min(os.cpu_count() or 1, _MAX_PARTS, rows // PART_FROM_ROWS))
+
+
+def sqlite_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows: int) -> list[str]:
+    """``sqlite_query`` split into ranges of rowids that the child reads in parallel (one per core, up to 4)."""
+    parts = _parts(rows)
+    if parts == 1:
+        return [sqlite_query(table, lower)]
+    with engine.connect() as conn:
+        low, high = conn.execute(text(f"SELECT min(rowid), max(rowid) FROM {_quote(table.name)}")).one()
+    if low is None:
+        return [sqlite_query(table, lower)]
+    step = (high - low) // parts + 1
+    return [sqlite_query(table, lower, (low + i * step, min(high, low + (i + 1) * step - 1))) for i in range(parts)]
+
+
+def postgres_query(table: Table, lower: dt.datetime | None,
+                   pages: tuple[int, int | None] | None = None) -> str:
+    """Every column in its own type, times as UTC without a zone and JSON as text (ADBC reads them through COPY).
+
+    ``pages`` limits it to a range of the table's pages (the upper bound open when None).
+    """
     cols = []
     for c in table.columns:
         name = _quote(c.name)
@@ -73,166 +116,102 @@ def postgres_query(table: Table, lower: dt.datetime | None) -> str:
             cols.append(name)
         else:
             cols.append(f"CAST({name} AS TEXT) AS {name}")
-    where = ""
+    where = []
     if lower is not None:
-        where = f" WHERE inserted_at >= '{lower.isoformat()}+00:00'::timestamptz"
-    return f"SELECT {', '.join(cols)} FROM {_quote(table.name)}{where}"
+        where.append(f"inserted_at >= '{lower.isoformat()}+00:00'::timestamptz")
+    if pages is not None:  # a TID range scan (PostgreSQL 14 and later) reads just those pages
+        where.append(f"ctid >= '({int(pages[0])},0)'::tid")
+        if pages[1] is not None:
+            where.append(f"ctid < '({int(pages[1])},0)'::tid")
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    return f"SELECT {', '.join(cols)} FROM {_quote(table.name)}{clause}"
 
 
-def _postgres(url: str) -> Any:
-    """An ADBC DB-API connection to the PostgreSQL call log at ``url``."""
-    parsed = make_url(db.normalise_url(url))
-    try:
-        import adbc_driver_postgresql.dbapi as adbc_pg
-    except ImportError:
-        raise SourceError("reading a PostgreSQL call log needs adbc-driver-postgresql: "
-                          "pip install 'shadow-errors[analytics]'") from None
-    try:
-        return adbc_pg.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
-    except Exception as exc:  # the driver's DB-API errors
-        raise SourceError(f"cannot read the call log at {display_url(url)}: {str(exc).splitlines()[0]}") from None
+def postgres_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows: int) -> list[str]:
+    """``postgres_query`` split into ranges of the table's pages, read in parallel (PostgreSQL 14 and later).
 
-
-@contextlib.contextmanager
-def sqlite_child(path: str, queries: list[str]) -> Iterator[Callable[[], pa.RecordBatchReader]]:
-    """One child process (``_sqlite_child``) reading ``queries`` in order with ADBC, streamed back as Arrow IPC.
-
-    Yields ``next_stream()``: the batches of the next query, each read to its end before the next is asked for. One
-    process serves every log table of a sync, so its start-up (Python, pyarrow, the driver) is paid once.
+    Each part reads its own snapshot, a moment apart: the call log is append-only, so a row is in one part, and a
+    row committed in that moment, if missed, is read by the next sync (its lower bound keeps a margin).
     """
-    import pyarrow as pa
-
-    child = Path(__file__).with_name("_sqlite_child.py")
-    proc = subprocess.Popen([sys.executable, str(child), path, str(BATCH_ROWS)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-
-    ended: list[SourceError | None] = []
-
-    def failure() -> SourceError | None:
-        """Wait for the child (once); its error, if it failed."""
-        if not ended:
-            proc.stdout.close()  # type: ignore[union-attr]
-            code = proc.wait()
-            message = proc.stderr.read().decode(errors="replace").strip()  # type: ignore[union-attr]
-            proc.stderr.close()  # type: ignore[union-attr]
-            last = message.splitlines()[-1] if message else f"exit status {code}"
-            ended.append(None if code == 0 else SourceError(f"reading the SQLite call log {path} failed: {last}"))
-        return ended[0]
-
-    def next_stream() -> pa.RecordBatchReader:
-        try:
-            return pa.ipc.open_stream(proc.stdout)
-        except Exception:
-            found = failure()
-            raise found or SourceError(f"reading the SQLite call log {path} failed") from None
-
-    try:
-        proc.stdin.write("\0".join(queries).encode())
-        proc.stdin.close()
-    except Exception:
-        found = failure()
-        raise found or SourceError(f"reading the SQLite call log {path} failed") from None
-    try:
-        yield next_stream
-    except SourceError:  # a stream cut short: the child's own error, when it has one, says why
-        found = failure()
-        if found is not None:
-            raise found from None
-        raise
-    except BaseException:  # an error on this side (a row DuckDB refused, an interrupt) is the one to report
-        failure()
-        raise
-    found = failure()
-    if found is not None:
-        raise found
+    parts = _parts(rows)
+    if parts == 1 or (engine.dialect.server_version_info or (0,)) < (14,):
+        return [postgres_query(table, lower)]
+    with engine.connect() as conn:
+        pages = conn.execute(text("SELECT pg_relation_size(CAST(:name AS regclass)) / "
+                                  "current_setting('block_size')::bigint"), {"name": table.name}).scalar_one()
+    step = int(pages) // parts + 1
+    bounds = [(i * step, (i + 1) * step if i < parts - 1 else None) for i in range(parts)]
+    return [postgres_query(table, lower, b) for b in bounds]
 
 
 @contextlib.contextmanager
-def _sqlite_inline(path: str, table: Table, query: str) -> Iterator[pa.RecordBatchReader]:
-    """A small read (under ``CHILD_FROM_ROWS``) through Python's sqlite3, without a child process's start-up."""
-    import sqlite3
+def open_reads(url: str, engine: Engine, reads: Sequence[Read]) -> Iterator[NextRead]:
+    """The tables of ``reads``, in that order: each call of the yielded ``next_read`` opens the next one.
 
-    import pyarrow as pa
-
-    types = [pa.int64() if _is_integer(c) else pa.string() for c in table.columns]
-    schema = pa.schema([pa.field(c.name, t) for c, t in zip(table.columns, types, strict=True)])
-
-    def batches(cur: sqlite3.Cursor) -> Iterator[pa.RecordBatch]:
-        while rows := cur.fetchmany(BATCH_ROWS):
-            cols = zip(*rows, strict=True)
-            yield pa.RecordBatch.from_arrays([pa.array(v, type=t) for v, t in zip(cols, types, strict=True)],
-                                             schema=schema)
-
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)  # the reader thread
-    except sqlite3.Error as exc:
-        raise SourceError(f"cannot read the SQLite call log {path}: {exc}") from None
-    with contextlib.closing(conn):
-        try:
-            cur = conn.execute(query)
-        except sqlite3.Error as exc:
-            raise SourceError(f"reading {table.name} from the call log failed: {exc}") from None
-        yield pa.RecordBatchReader.from_batches(schema, batches(cur))
-
-
-@contextlib.contextmanager
-def read_table(url: str, table: Table, lower: dt.datetime | None, advance: Callable[[int], None],
-               rows: int = 0, child: Callable[[], pa.RecordBatchReader] | None = None
-               ) -> Iterator[pa.RecordBatchReader]:
-    """The rows of ``table`` (inserted at or after ``lower``) as a stream of Arrow batches, read one thread ahead.
-
-    ``rows`` is the expected row count: SQLite reads of ``CHILD_FROM_ROWS`` or more go through ADBC in a child
-    process; ``child`` is the next stream of a ``sqlite_child`` already reading this table's ``sqlite_query``.
-    ``advance(rows)`` is called as each batch is handed on. Errors of the reader surface from the stream.
+    Every stream is read a few batches ahead by threads while DuckDB writes; errors of a reader surface from it.
     """
-    import pyarrow as pa
-
     parsed = make_url(db.normalise_url(url))
     dialect = parsed.get_backend_name()
+    todo = iter(reads)
     with contextlib.ExitStack() as stack:
         if dialect == "sqlite":
-            if not parsed.database or parsed.database == ":memory:":
+            path = parsed.database
+            if not path or path == ":memory:":
                 raise SourceError("an in-memory SQLite store cannot be synced; log to a file (sqlite:///shadow.db)")
-            query = sqlite_query(table, lower)
-            if child is not None:
-                raw = child()
-            elif rows >= CHILD_FROM_ROWS:
-                raw = stack.enter_context(sqlite_child(parsed.database, [query]))()
-            else:
-                raw = stack.enter_context(_sqlite_inline(parsed.database, table, query))
+            child = None
+            if sum(r.rows for r in reads) >= CHILD_FROM_ROWS:
+                child = stack.enter_context(_sqlite_read.sqlite_child(
+                    path, [sqlite_parts(engine, r.table, r.lower, r.rows) for r in reads]))
+
+            @contextlib.contextmanager
+            def next_read(advance: Callable[[int], None]) -> Iterator[pa.RecordBatchReader]:
+                r = next(todo)
+                if child is not None:
+                    yield _renamed(r.table, [child()], advance)
+                else:
+                    with _sqlite_read.sqlite_inline(path, r.table, sqlite_query(r.table, r.lower)) as raw:
+                        yield _renamed(r.table, [raw], advance)
+
         elif dialect == "postgresql":
-            conn = stack.enter_context(contextlib.closing(_postgres(url)))
-            cur = stack.enter_context(contextlib.closing(conn.cursor()))
-            try:
-                cur.execute(postgres_query(table, lower))
-                raw = cur.fetch_record_batch()
-            except Exception as exc:
-                raise SourceError(f"reading {table.name} from the call log failed: "
-                                  f"{str(exc).splitlines()[0]}") from None
+            handle = stack.enter_context(_postgres_read.database(url))
+
+            @contextlib.contextmanager
+            def next_read(advance: Callable[[int], None]) -> Iterator[pa.RecordBatchReader]:
+                r = next(todo)
+                queries = postgres_parts(engine, r.table, r.lower, r.rows)
+                with _postgres_read.streams(handle, r.table.name, queries) as raws:
+                    yield _renamed(r.table, raws, advance)
+
         else:
             raise SourceError(f"cannot sync from {display_url(url)}: only SQLite and PostgreSQL call logs are "
                               "supported")
-        names = [c.name for c in table.columns]
-        schema = pa.schema([raw.schema.field(i).with_name(n) for i, n in enumerate(names)])
-        yield pa.RecordBatchReader.from_batches(
-            schema, _ahead(raw, schema, skip_seed=dialect == "sqlite", advance=advance))
+        yield next_read
 
 
-def _ahead(raw: pa.RecordBatchReader, schema: pa.Schema, *, skip_seed: bool,
-           advance: Callable[[int], None]) -> Iterator[pa.RecordBatch]:
-    """The batches of ``raw`` renamed to ``schema``, fetched by a thread while DuckDB writes the previous ones."""
+def _renamed(table: Table, raws: list[pa.RecordBatchReader], advance: Callable[[int], None]) -> pa.RecordBatchReader:
+    """One stream of the batches of ``raws`` (parts of ``table``, in any order), renamed to its columns."""
     import pyarrow as pa
 
-    ready: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue(maxsize=_AHEAD)
+    names = [c.name for c in table.columns]
+    schema = pa.schema([raws[0].schema.field(i).with_name(n) for i, n in enumerate(names)])
+    return pa.RecordBatchReader.from_batches(schema, _ahead(raws, schema, advance))
+
+
+def _ahead(raws: list[pa.RecordBatchReader], schema: pa.Schema,
+           advance: Callable[[int], None]) -> Iterator[pa.RecordBatch]:
+    """The batches of ``raws`` renamed to ``schema``, fetched by one thread each while DuckDB writes earlier ones.
+
+    A first batch starting with the typed seed row of a SQLite query loses that row.
+    """
+    import pyarrow as pa
+
+    ready: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue(maxsize=_AHEAD * len(raws))
     stop = threading.Event()
 
-    def pump() -> None:
-        first = skip_seed
+    def pump(raw: pa.RecordBatchReader) -> None:
+        first = True
         try:
-            for got in raw:
+            for got in raw:  # the driver reads with the GIL released
                 if stop.is_set():
                     return
                 batch = got
@@ -246,20 +225,25 @@ def _ahead(raw: pa.RecordBatchReader, schema: pa.Schema, *, skip_seed: bool,
         except BaseException as exc:  # handed to the consumer, which re-raises it
             ready.put(exc)
 
-    reader = threading.Thread(target=pump, name="shadow-sync-reader", daemon=True)
-    reader.start()
+    threads = [threading.Thread(target=pump, args=(raw,), name=f"shadow-sync-reader-{i}", daemon=True)
+               for i, raw in enumerate(raws)]
+    for t in threads:
+        t.start()
     try:
-        while True:
+        running = len(threads)
+        while running:
             item = ready.get()
             if item is None:
-                return
+                running -= 1
+                continue
             if isinstance(item, BaseException):
                 raise item
             advance(item.num_rows)
             yield item
     finally:
         stop.set()
-        while reader.is_alive():  # unblock a reader waiting to put, then let it finish
+        while any(t.is_alive() for t in threads):  # unblock readers waiting to put, then let them finish
             with contextlib.suppress(queue.Empty):
                 ready.get(timeout=0.05)
-        reader.join()
+        for t in threads:
+            t.join()

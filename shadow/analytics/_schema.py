@@ -43,12 +43,15 @@ def ddl(table: Table, name: str | None = None) -> str:
     return f'CREATE TABLE "{name or table.name}" ({cols})'
 
 
-def insert_from_arrow(table: Table, source: str) -> str:
-    """``SELECT`` turning the columns of an Arrow stream (text, integers, times) into the warehouse types."""
+def insert_from_arrow(table: Table, source: str, text_times: frozenset[str] = frozenset()) -> str:
+    """``SELECT`` turning the columns of an Arrow stream (text, integers, times) into the warehouse types.
+
+    ``text_times`` names the time columns that arrive as text (SQLite's); the others are Arrow timestamps in UTC.
+    """
     parts = []
     for c in table.columns:
         kind = duck_type(c)
-        if kind == "TIMESTAMP":  # SQLite text with or without an offset; PostgreSQL's UTC timestamps
+        if kind == "TIMESTAMP" and c.name in text_times:  # SQLite text, with or without an offset
             parts.append(f'CAST(CAST("{c.name}" AS TIMESTAMPTZ) AS TIMESTAMP)')
         else:
             parts.append(f'CAST("{c.name}" AS {kind})')

@@ -4,36 +4,84 @@ ADBC's SQLite driver carries its own copy of the SQLite library. Two copies in o
 POSIX locks: closing one's connection drops the other's locks and may delete a WAL file still in use (the
 corruption the SQLite documentation warns of). In a child process the two copies lock like any two processes.
 
-    python -m shadow.analytics._sqlite_child PATH BATCH_ROWS < QUERIES   (separated by NUL characters)
+    python -m shadow.analytics._sqlite_child PATH BATCH_ROWS < QUERIES
 
+QUERIES: one group per output stream, groups separated by NUL characters; a group's parts (ranges of one table's
+rowids) separated by SOH characters are read by parallel threads, each on its own connection, their batches
+written to the group's one stream as they come. Each part starts with a typed seed row (an empty id), dropped here.
 One process reads every log table of a sync (calls, marks): its start-up (Python, pyarrow, the driver) is paid once.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+from typing import Any
+
+#: The id of the typed seed row each query starts with (no call or mark has an empty id).
+SEED_ID = ""
+
+
+def _read_group(database: Any, parts: list[str], batch_rows: str) -> None:
+    """Read ``parts`` in parallel threads; write their batches, seed rows dropped, to one stream on stdout."""
+    import adbc_driver_manager as adbc  # the low-level API: the DB-API layer imports pandas (half a second)
+    import pyarrow as pa
+
+    lock = threading.Lock()
+    state: dict[str, Any] = {"out": None, "error": None}
+
+    def read(query: str) -> None:
+        try:
+            conn = adbc.AdbcConnection(database)
+            stmt = adbc.AdbcStatement(conn)
+            stmt.set_options(**{"adbc.sqlite.query.batch_rows": batch_rows})
+            stmt.set_sql_query(query)
+            handle, _ = stmt.execute_query()
+            reader = pa.RecordBatchReader._import_from_c(handle.address)
+            first = True
+            for got in reader:  # the driver reads with the GIL released
+                batch = got
+                if first:
+                    first = False
+                    if batch.num_rows and batch.column(0)[0].as_py() == SEED_ID:
+                        batch = batch.slice(1)
+                with lock:
+                    if state["error"] is not None:
+                        break
+                    if state["out"] is None:
+                        state["out"] = pa.ipc.new_stream(sys.stdout.buffer, reader.schema)
+                    if batch.num_rows:
+                        state["out"].write_batch(batch)
+            reader.close()
+            stmt.close()
+            conn.close()
+        except BaseException as exc:  # reported by the main thread
+            with lock:
+                if state["error"] is None:
+                    state["error"] = exc
+
+    threads = [threading.Thread(target=read, args=(q,), name=f"part-{i}") for i, q in enumerate(parts)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if state["error"] is not None:
+        raise state["error"]
+    state["out"].close()
+    sys.stdout.buffer.flush()
 
 
 def main(argv: list[str]) -> int:
-    """Run the queries read from stdin on the SQLite file ``argv[0]``, one connection; write their batches."""
-    import adbc_driver_sqlite.dbapi as adbc
-    import pyarrow as pa
+    """Run the query groups read from stdin on the SQLite file ``argv[0]``; write one stream per group."""
+    import adbc_driver_sqlite
 
     path, batch_rows = argv
-    queries = sys.stdin.read().split("\0")
+    groups = [group.split("\1") for group in sys.stdin.read().split("\0")]
     try:
-        conn = adbc.connect(path)
-        for query in queries:
-            cur = conn.cursor()
-            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": batch_rows})
-            cur.execute(query)
-            reader = cur.fetch_record_batch()
-            with pa.ipc.new_stream(sys.stdout.buffer, reader.schema) as out:
-                for batch in reader:
-                    out.write_batch(batch)
-            sys.stdout.buffer.flush()
-            cur.close()
-        conn.close()
+        database = adbc_driver_sqlite.connect(path)
+        for parts in groups:
+            _read_group(database, parts, batch_rows)
+        database.close()
     except BrokenPipeError:  # the parent stopped reading (an error on its side)
         return 1
     except Exception as exc:  # the driver's errors: reported on stderr, read by the parent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -219,10 +220,10 @@ def test_a_row_that_cannot_be_loaded_leaves_the_warehouse_as_it_was(tmp_path: Pa
 
 def test_large_sqlite_reads_go_through_adbc_in_a_child_beside_an_open_writer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from shadow.analytics import _arrow
+    from shadow.analytics import _arrow, _sqlite_read
 
     monkeypatch.setattr(_arrow, "CHILD_FROM_ROWS", 0)  # every read through the child process
-    monkeypatch.setattr(_arrow, "BATCH_ROWS", 3)  # ADBC infers types from 3 rows: NULL code, then 'not_found'
+    monkeypatch.setattr(_sqlite_read, "BATCH_ROWS", 3)  # ADBC infers types from 3 rows: NULL code, then 'not_found'
     url = f"sqlite:///{tmp_path}/s.db"
     store = SqlStore(url)  # keeps its connections (WAL) open in this process throughout
     store.write([call("n", i) for i in range(1, 8)] + session_rows("s", 3))
@@ -387,25 +388,77 @@ def test_sync_of_postgres_keeps_utc_times_whatever_the_server_zone(pg_url: str, 
 
 
 def test_one_sqlite_child_streams_each_query_in_turn_and_reports_a_failing_one(tmp_path: Path) -> None:
-    from shadow.analytics import _arrow
+    from shadow.analytics import _sqlite_read
 
     path = tmp_path / "s.db"
     SqlStore(f"sqlite:///{path}").write(session_rows("s", 2))
-    queries = ["SELECT count(*) AS n FROM calls", "SELECT 2 AS b", "SELECT * FROM nope"]
+    queries = [["SELECT count(*) AS n FROM calls"], ["SELECT 2 AS b"], ["SELECT * FROM nope"]]
     with (pytest.raises(SourceError, match="no such table: nope"),  # noqa: PT012 (the streams are read inside)
-          _arrow.sqlite_child(str(path), queries) as next_stream):
+          _sqlite_read.sqlite_child(str(path), queries) as next_stream):
         assert next_stream().read_all().to_pydict() == {"n": [6]}
         assert next_stream().read_all().to_pydict() == {"b": [2]}
         next_stream()
 
 
+def test_a_table_read_in_parallel_parts_by_rowid_gives_every_row_once_without_seed_rows(tmp_path: Path,
+                                                                                        monkeypatch: pytest.MonkeyPatch
+                                                                                        ) -> None:
+    from shadow.analytics import _arrow, _sqlite_read
+
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    SqlStore(url).write(session_rows("s", 70))  # 210 calls
+    monkeypatch.setattr(_arrow, "PART_FROM_ROWS", 10)
+    monkeypatch.setattr(_arrow.os, "cpu_count", lambda: 3)
+    parts = _arrow.sqlite_parts(db.engine(url), tables.calls, None, 210)
+    assert len(parts) == 3
+    with _sqlite_read.sqlite_child(str(path), [parts, ["SELECT 1 AS after"]]) as next_stream:
+        ids = next_stream().read_all().column("id").to_pylist()
+        assert next_stream().read_all().to_pydict() == {"after": [1]}
+    with sqlite3.connect(path) as con:
+        assert sorted(ids) == sorted(r[0] for r in con.execute("SELECT id FROM calls"))
+    assert len(ids) == 210
+
+
+def test_a_failing_part_of_a_parallel_read_is_reported(tmp_path: Path) -> None:
+    from shadow.analytics import _sqlite_read
+
+    path = tmp_path / "s.db"
+    SqlStore(f"sqlite:///{path}").write(session_rows("s", 2))
+    with (pytest.raises(SourceError, match="no such table: nope"),
+          _sqlite_read.sqlite_child(str(path), [["SELECT id FROM calls", "SELECT id FROM nope"]]) as next_stream):
+        next_stream().read_all()
+
+
 def test_an_error_on_the_warehouse_side_is_not_hidden_by_the_sqlite_child_it_stopped(tmp_path: Path) -> None:
-    from shadow.analytics import _arrow
+    from shadow.analytics import _sqlite_read
 
     path = tmp_path / "s.db"
     SqlStore(f"sqlite:///{path}").write(session_rows("s", 2))
     big = "SELECT a.id FROM calls AS a, calls AS b, calls AS c, calls AS d, calls AS e, calls AS f"  # 46,656 rows
     with (pytest.raises(KeyError, match="stopped here"),  # noqa: PT012
-          _arrow.sqlite_child(str(path), [big, big]) as next_stream):
+          _sqlite_read.sqlite_child(str(path), [[big], [big]]) as next_stream):
         next(iter(next_stream()))
         raise KeyError("stopped here")  # the child is still writing: it ends on a broken pipe, silently
+
+
+@pytest.mark.postgres
+def test_a_postgres_table_read_in_parallel_page_ranges_gives_every_row_once(pg_url: str, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.analytics import _arrow
+
+    SqlStore(pg_url).write(session_rows("s", 400))  # 1,200 calls over several pages
+    engine = db.engine(pg_url)
+    monkeypatch.setattr(_arrow, "PART_FROM_ROWS", 10)
+    monkeypatch.setattr(_arrow.os, "cpu_count", lambda: 3)
+    assert len(_arrow.postgres_parts(engine, tables.calls, None, 1200)) == 3
+    with Warehouse.open(tmp_path / "parts.duckdb") as wh:
+        wh.sync(pg_url)
+        parts = snapshot(wh)
+    monkeypatch.setattr(_arrow, "PART_FROM_ROWS", 10**9)
+    with Warehouse.open(tmp_path / "whole.duckdb") as wh:
+        wh.sync(pg_url)
+        whole = snapshot(wh)
+    assert parts == whole
+    assert len(parts["calls"]) == 1200
+    assert len({row[0] for row in parts["calls"]}) == 1200

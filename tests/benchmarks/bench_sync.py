@@ -54,7 +54,7 @@ t_start = time.perf_counter()
 # Each mode imports what it uses before its clock starts (module imports are a fixed cost that would weigh on a
 # small log's rows/s); a child process the sync starts, with its own imports, is the sync's cost and is timed.
 import pyarrow as pa
-from shadow.analytics import _arrow
+from shadow.analytics import _arrow, _sqlite_read
 from shadow.calllog import _tables as tables
 if mode == "sync":
     from shadow.analytics import _sync
@@ -76,7 +76,7 @@ else:
         if mode == "bare-sqlite":  # ADBC's SQLite driver on the sync's query, in this process, batches discarded
             conn = adbc.connect(url.removeprefix("sqlite:///"))
             cur = conn.cursor()
-            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_arrow.BATCH_ROWS)})
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_sqlite_read.BATCH_ROWS)})
             cur.execute(_arrow.sqlite_query(table, None))
         else:  # ADBC's PostgreSQL driver on the sync's query
             conn = adbc.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
