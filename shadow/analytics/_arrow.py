@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Boolean, DateTime, Engine, Integer, Table, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.analytics import _postgres_read, _sqlite_read
-from shadow.analytics._source import SourceError, display_url, lower_param
+from shadow.analytics._source import SourceError, display_url, lower_param, reason
 from shadow.calllog import _db as db
 
 if TYPE_CHECKING:
@@ -93,8 +94,11 @@ def sqlite_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows: 
     parts = _parts(rows)
     if parts == 1:
         return [sqlite_query(table, lower)]
-    with engine.connect() as conn:
-        low, high = conn.execute(text(f"SELECT min(rowid), max(rowid) FROM {_quote(table.name)}")).one()
+    try:
+        with engine.connect() as conn:
+            low, high = conn.execute(text(f"SELECT min(rowid), max(rowid) FROM {_quote(table.name)}")).one()
+    except SQLAlchemyError as exc:  # a damaged file, say
+        raise SourceError(f"reading {table.name} from the call log failed: {reason(exc)}") from None
     if low is None:
         return [sqlite_query(table, lower)]
     step = (high - low) // parts + 1
@@ -136,9 +140,12 @@ def postgres_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows
     parts = _parts(rows)
     if parts == 1 or (engine.dialect.server_version_info or (0,)) < (14,):
         return [postgres_query(table, lower)]
-    with engine.connect() as conn:
-        pages = conn.execute(text("SELECT pg_relation_size(CAST(:name AS regclass)) / "
-                                  "current_setting('block_size')::bigint"), {"name": table.name}).scalar_one()
+    try:
+        with engine.connect() as conn:
+            pages = conn.execute(text("SELECT pg_relation_size(CAST(:name AS regclass)) / "
+                                      "current_setting('block_size')::bigint"), {"name": table.name}).scalar_one()
+    except SQLAlchemyError as exc:
+        raise SourceError(f"reading {table.name} from the call log failed: {reason(exc)}") from None
     step = int(pages) // parts + 1
     bounds = [(i * step, (i + 1) * step if i < parts - 1 else None) for i in range(parts)]
     return [postgres_query(table, lower, b) for b in bounds]

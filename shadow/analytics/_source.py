@@ -32,6 +32,17 @@ class SourceError(WarehouseError):
     """The call log cannot be read; the message says how to fix it."""
 
 
+class NoCallLog(SourceError):
+    """The database holds no call log (its tables are missing); the message says how to make one."""
+
+
+def reason(exc: BaseException) -> str:
+    """The first line of what a driver said (the DB-API error under SQLAlchemy's), else the error's class."""
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip()
+    return text.splitlines()[0] if text else type(inner).__name__
+
+
 def display_url(url: str) -> str:
     """``url`` without its password, for messages and the warehouse's record of its source."""
     return make_url(db.normalise_url(url)).render_as_string(hide_password=True)
@@ -85,11 +96,11 @@ def check_source(engine: Engine, url: str, needed: Sequence[Table]) -> None:
     try:
         names = set(inspect(engine).get_table_names())
     except SQLAlchemyError as exc:
-        raise SourceError(f"cannot read the call log at {display_url(url)}: {type(exc).__name__}; check the "
+        raise SourceError(f"cannot read the call log at {display_url(url)}: {reason(exc)}; check the "
                           "URL (SHADOW_DB_URL or --db-url) and that the database is running") from None
     missing = [t.name for t in needed if t.name not in names]
     if missing:
-        raise SourceError(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
+        raise NoCallLog(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "
                           "with `shadow db upgrade`, or point SHADOW_DB_URL / --db-url at the store your tools log to")
 
 

@@ -141,7 +141,7 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
             finally:
                 con.unregister("_arrow_batches")
     except duckdb.Error as exc:
-        first = str(exc).splitlines()[0][:300]
+        first = str(exc).splitlines()[0].split(" Detail: Python exception")[0][:300]
         if "reading the stream registered as" in first:  # the reader failed, not DuckDB
             raise SourceError(f"reading {table.name} from the call log failed: {first}") from None
         raise WarehouseError(f"a {table.name} row of the call log could not be loaded ({type(exc).__name__}: "

@@ -111,10 +111,11 @@ def _progress(label: str) -> Iterator[Progress]:
 
 
 def errors_to_exit(exc: Exception) -> NoReturn:
-    """Exit with the warehouse's message: 3 when the call log cannot be read, else 2."""
-    from shadow.analytics._source import SourceError
+    """Exit with the warehouse's message: 3 when the call log cannot be read, else 2 (no call log there is 2)."""
+    from shadow.analytics._source import NoCallLog, SourceError
 
-    fail(str(exc), ExitCode.UNAVAILABLE if isinstance(exc, SourceError) else ExitCode.USAGE)
+    unavailable = isinstance(exc, SourceError) and not isinstance(exc, NoCallLog)
+    fail(str(exc), ExitCode.UNAVAILABLE if unavailable else ExitCode.USAGE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -462,3 +462,13 @@ def test_a_postgres_table_read_in_parallel_page_ranges_gives_every_row_once(pg_u
     assert parts == whole
     assert len(parts["calls"]) == 1200
     assert len({row[0] for row in parts["calls"]}) == 1200
+
+
+def test_planning_the_parallel_parts_of_an_unreadable_table_is_a_source_error(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.analytics import _arrow
+
+    monkeypatch.setattr(_arrow.os, "cpu_count", lambda: 2)
+    engine = db.engine(f"sqlite:///{tmp_path}/empty.db")  # no calls table: the rowid bounds cannot be read
+    with pytest.raises(SourceError, match="reading calls from the call log failed: no such table: calls"):
+        _arrow.sqlite_parts(engine, tables.calls, None, 10**6)

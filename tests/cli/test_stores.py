@@ -175,3 +175,17 @@ def test_import_takes_input_format_and_the_old_format_spelling(tmp_path: Path) -
     assert "--input-format openai" in old.stderr
     missing = runner.invoke(app, ["import", chat, "--db-url", url])
     assert missing.exit_code == ExitCode.USAGE and "--input-format openai, anthropic or otel" in missing.stderr
+
+
+def test_sync_of_a_database_without_call_log_tables_exits_2_and_an_unreachable_server_says_why(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "other.db").execute("CREATE TABLE t (a)").connection.commit()
+    no_log = _shadow("sync", "--db-url", f"sqlite:///{tmp_path}/other.db", cwd=tmp_path)
+    assert no_log.returncode == ExitCode.USAGE, no_log.stderr
+    assert "has no call log" in no_log.stderr and "shadow db upgrade" in no_log.stderr
+    down = _shadow("sync", "--db-url", "postgresql+psycopg://postgres@127.0.0.1:1/shadow", cwd=tmp_path)
+    assert down.returncode == ExitCode.UNAVAILABLE, down.stderr
+    assert "refused" in down.stderr.lower() or "failed" in down.stderr.lower()  # the driver's reason, not a class
+    assert "Traceback" not in down.stderr
