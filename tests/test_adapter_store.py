@@ -33,6 +33,7 @@ def rows(url: str) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(select(tables.calls).order_by(tables.calls.c.seq)).mappings()]
 
 
+@pytest.mark.slow
 def test_hostile_arguments_and_payloads_are_stored_capped_and_redacted(logged: str) -> None:
     cyclic: dict[str, Any] = {"name": "loop"}
     cyclic["self"] = cyclic

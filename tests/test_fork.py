@@ -109,6 +109,7 @@ _WORKERS = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_forked_workers_under_busy_threads_never_hang_and_log_every_call(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _WORKERS], env=_env(tmp_path), capture_output=True, text=True,

@@ -173,3 +173,11 @@ def test_importing_an_old_module_path_never_rebinds_a_public_function_of_the_sam
             importlib.import_module(f"shadow.{old}")
     assert callable(shadow.guard) and callable(shadow.describe) and callable(shadow.schema)
     assert shadow.guard.__module__ == "shadow.contract._guard"
+
+
+def test_ci_runs_the_readmes_test_command_verbatim_and_it_puts_back_every_marked_test() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    command = ci[-1]
+    assert f"```sh\n{command}\n```" in readme
+    assert command.endswith("python3 -m pytest -m ''")  # the default run leaves out slow and spark tests

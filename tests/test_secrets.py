@@ -176,6 +176,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProc
                           timeout=300, check=False, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_no_secret_of_the_corpus_reaches_any_store_log_export_dashboard_or_payload(tmp_path: Path) -> None:
     db = tmp_path / "shadow.db"

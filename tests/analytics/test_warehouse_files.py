@@ -54,6 +54,7 @@ def test_a_duckdb_file_shadow_did_not_create_is_refused_and_left_untouched(tmp_p
         assert sorted(r[0] for r in con.execute("SHOW TABLES").fetchall()) == ["calls", "invoices"]
 
 
+@pytest.mark.slow
 def test_a_truncated_warehouse_is_a_clear_error_and_rebuild_recovers(tmp_path: Path) -> None:
     _calls(tmp_path)
     assert _sync(tmp_path).returncode == 0

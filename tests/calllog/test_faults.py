@@ -89,6 +89,7 @@ def test_a_sqlite_file_held_exclusive_spools_instead_of_dropping(tmp_path: Path,
     assert count(url) == 3000
 
 
+@pytest.mark.slow
 def test_a_stalled_postgresql_connection_is_bounded_and_its_records_spooled(
     pg_url: str, tmp_path: Path, clean_writer: None
 ) -> None:

@@ -25,6 +25,7 @@ def stored(url: str) -> list[dict[str, Any]]:
         engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["shadow", "cutover"])
 def test_oddly_named_upstream_tools_are_forwarded_as_named_and_logged_under_a_storable_name(
         mode: str, db_url: str, tmp_path: Path) -> None:
