@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.analytics import _postgres_read, _sqlite_read
 from shadow.analytics._source import SourceError, display_url, lower_param, reason
+from shadow.analytics._sqlite_child import SEED_ID
 from shadow.calllog import _db as db
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ PART_FROM_ROWS: Final = 100_000
 _MAX_PARTS: Final = 4
 #: Batches read ahead of DuckDB by the reader threads.
 _AHEAD: Final = 2
-#: The id of the typed first row the SQLite query starts with (no call or mark has an empty id).
-_SEED_ID: Final = ""
 
 #: ``next_read(advance)``: the next table's batches, renamed to its columns, ``advance(rows)`` called per batch.
 NextRead = Callable[[Callable[[int], None]], contextlib.AbstractContextManager["pa.RecordBatchReader"]]
@@ -73,7 +72,7 @@ def sqlite_query(table: Table, lower: dt.datetime | None, rowids: tuple[int, int
             seed.append(f"0 AS {name}")
             cols.append(f"CAST({name} AS INTEGER)")
         else:
-            seed.append(f"'{_SEED_ID}' AS {name}")
+            seed.append(f"'{SEED_ID}' AS {name}")
             cols.append(f"CAST({name} AS TEXT)")
     where = []
     if lower is not None:
@@ -206,26 +205,17 @@ def _renamed(table: Table, raws: list[pa.RecordBatchReader], advance: Callable[[
 
 def _ahead(raws: list[pa.RecordBatchReader], schema: pa.Schema,
            advance: Callable[[int], None]) -> Iterator[pa.RecordBatch]:
-    """The batches of ``raws`` renamed to ``schema``, fetched by one thread each while DuckDB writes earlier ones.
-
-    A first batch starting with the typed seed row of a SQLite query loses that row.
-    """
+    """The batches of ``raws`` renamed to ``schema``, fetched by one thread each while DuckDB writes earlier ones."""
     import pyarrow as pa
 
     ready: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue(maxsize=_AHEAD * len(raws))
     stop = threading.Event()
 
     def pump(raw: pa.RecordBatchReader) -> None:
-        first = True
         try:
-            for got in raw:  # the driver reads with the GIL released
+            for batch in raw:  # the driver reads with the GIL released
                 if stop.is_set():
                     return
-                batch = got
-                if first:
-                    first = False
-                    if batch.num_rows and batch.column(0)[0].as_py() == _SEED_ID:
-                        batch = batch.slice(1)
                 if batch.num_rows:
                     ready.put(pa.RecordBatch.from_arrays(batch.columns, schema=schema))
             ready.put(None)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 from sqlalchemy import Boolean, Integer, Table
 
 from shadow.analytics._source import SourceError
+from shadow.analytics._sqlite_child import SEED_ID
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -82,7 +83,10 @@ def sqlite_child(path: str, queries: list[list[str]]) -> Iterator[Callable[[], p
 
 @contextlib.contextmanager
 def sqlite_inline(path: str, table: Table, query: str) -> Iterator[pa.RecordBatchReader]:
-    """A small read (under ``CHILD_FROM_ROWS``) through Python's sqlite3, without a child process's start-up."""
+    """A small read (under ``CHILD_FROM_ROWS``) through Python's sqlite3, without a child process's start-up.
+
+    ``query`` is a ``sqlite_query``: its typed seed row is dropped here, as the child drops it.
+    """
     import sqlite3
 
     import pyarrow as pa
@@ -103,6 +107,9 @@ def sqlite_inline(path: str, table: Table, query: str) -> Iterator[pa.RecordBatc
     with contextlib.closing(conn):
         try:
             cur = conn.execute(query)
+            seed = cur.fetchone()  # the typed first row of ``sqlite_query``, not a row of the log
         except sqlite3.Error as exc:
             raise SourceError(f"reading {table.name} from the call log failed: {exc}") from None
+        if seed is not None and seed[0] != SEED_ID:
+            raise SourceError(f"reading {table.name} from the call log failed: its query has no seed row")
         yield pa.RecordBatchReader.from_batches(schema, batches(cur))
