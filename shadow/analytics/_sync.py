@@ -263,11 +263,22 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
     # to replay (half a second for a quarter of a million calls' follow-ups).
     wh.con.execute("SET auto_checkpoint_skip_wal_threshold = 0")
     p = plan(wh, url, rebuild=rebuild, margin=margin)
+    if p.full:
+        # DuckDB's parallel insert leaves a part-filled row group per thread; merging them at the checkpoint rewrites
+        # whole row groups (0.4 s of a quarter-million-call sync) to save a few thousand rows' worth of space.
+        wh.con.execute("SET max_vacuum_tasks = 0")
     try:
-        read = stage(wh, p, progress)
-        added, recomputed = publish(wh, p, read)
+        try:
+            read = stage(wh, p, progress)
+            added, recomputed = publish(wh, p, read)
+        finally:
+            drop_stages(wh)
+        # The derived tables, written to the WAL, go to the file now, so closing is quick; another connection's open
+        # transaction defers that to a later checkpoint (at the latest, closing).
+        with contextlib.suppress(duckdb.TransactionException):
+            wh.con.execute("CHECKPOINT")
     finally:
-        drop_stages(wh)
+        wh.con.execute("RESET max_vacuum_tasks")
     return SyncResult(
         warehouse=wh.path, source=p.source, rebuilt=p.full,
         calls_read=read[tables.calls.name], calls_added=added[tables.calls.name],

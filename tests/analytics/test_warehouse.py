@@ -472,3 +472,27 @@ def test_planning_the_parallel_parts_of_an_unreadable_table_is_a_source_error(tm
     engine = db.engine(f"sqlite:///{tmp_path}/empty.db")  # no calls table: the rowid bounds cannot be read
     with pytest.raises(SourceError, match="reading calls from the call log failed: no such table: calls"):
         _arrow.sqlite_parts(engine, tables.calls, None, 10**6)
+
+
+def test_a_sync_returns_with_its_tables_in_the_file_not_the_wal(store_url: str, tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 50))
+    path = tmp_path / "w.duckdb"
+    with Warehouse.open(path) as wh:
+        wh.sync(store_url, rebuild=True)
+        wal = Path(f"{path}.wal")
+        assert not wal.exists() or wal.stat().st_size == 0  # closing has nothing to replay
+        wh.sync(store_url)
+
+
+def test_a_reader_holding_a_transaction_open_does_not_fail_the_sync(store_url: str, tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 5))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url, rebuild=True)
+        reader = wh.con.cursor()
+        reader.begin()
+        assert reader.execute("SELECT count(*) FROM calls").fetchall() == [(15,)]
+        SqlStore(store_url).write(session_rows("t", 5))
+        for rebuild in (False, True):  # the checkpoint after the sync waits for a later one
+            assert wh.sync(store_url, rebuild=rebuild).calls_read >= 15
+        reader.rollback()
+        assert wh.con.execute("SELECT count(*) FROM calls").fetchall() == [(30,)]
