@@ -215,6 +215,7 @@ class Warehouse:
 
 def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")  # a library prints nothing: the CLI shows its own progress
     con.execute("SET memory_limit = $limit", {"limit": memory_limit})
 
 

@@ -496,3 +496,12 @@ def test_a_reader_holding_a_transaction_open_does_not_fail_the_sync(store_url: s
             assert wh.sync(store_url, rebuild=rebuild).calls_read >= 15
         reader.rollback()
         assert wh.con.execute("SELECT count(*) FROM calls").fetchall() == [(30,)]
+
+
+def test_the_warehouse_turns_off_duckdbs_progress_bar_which_would_print_over_the_cli(tmp_path: Path) -> None:
+    # DuckDB draws a bar on the terminal for any query past two seconds (a multi-million-call sync's insert and
+    # derive), over the CLI's own progress line; a library prints nothing.
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        assert wh.con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
+    with Warehouse.in_memory() as wh:
+        assert wh.con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
