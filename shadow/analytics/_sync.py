@@ -140,6 +140,8 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
                 con.execute(f'INSERT INTO "{target}" ' + insert_from_arrow(table, "_arrow_batches", text_times))
             finally:
                 con.unregister("_arrow_batches")
+    except duckdb.OutOfMemoryException:
+        raise  # the sync says what to do about it
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0].split(" Detail: Python exception")[0][:300]
         if "reading the stream registered as" in first:  # the reader failed, not DuckDB
@@ -271,6 +273,10 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
         try:
             read = stage(wh, p, progress)
             added, recomputed = publish(wh, p, read)
+        except duckdb.OutOfMemoryException as exc:
+            raise WarehouseError(f"DuckDB ran out of memory within the warehouse's limit of {wh.memory_limit} "
+                                 f"({str(exc).splitlines()[0][:200]}); the warehouse is unchanged. Give the sync "
+                                 "more: shadow sync --memory-limit 4GB") from None
         finally:
             drop_stages(wh)
         # The derived tables, written to the WAL, go to the file now, so closing is quick; another connection's open

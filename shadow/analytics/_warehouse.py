@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -19,11 +20,13 @@ from shadow.analytics._sync import SyncResult
 
 __all__ = [
     "DEFAULT_MARGIN", "DEFAULT_MEMORY_LIMIT", "ExportResult", "Progress", "SourceError", "SyncResult", "Warehouse",
-    "WarehouseError", "display_url", "export_parquet", "sync",
+    "WarehouseError", "check_memory_limit", "display_url", "export_parquet", "sync",
 ]
 
 #: DuckDB's memory cap for warehouse work (it spills to disk beyond it).
 DEFAULT_MEMORY_LIMIT: Final = "1GB"
+_MEMORY: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
+_MIN_MEMORY: Final = 128 * 1000**2
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(rows_done, rows_total)`` while rows move."""
@@ -35,14 +38,21 @@ Progress = Callable[[int, int], None]
 class Warehouse:
     """A DuckDB warehouse file (or an in-memory one over exported Parquet): mirrored call log plus derived tables."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | None,
+                 memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
         self.con = con
         self.path = path
+        self.memory_limit = memory_limit
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, read_only: bool = False,
              memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
-        """Open (or create) the warehouse file; default ``settings().warehouse_path()`` (``SHADOW_WAREHOUSE``)."""
+        """Open (or create) the warehouse file; default ``settings().warehouse_path()`` (``SHADOW_WAREHOUSE``).
+
+        ``memory_limit`` caps DuckDB's memory (a size such as ``512MB`` or ``4GB``): a sync's peak stays near it
+        whatever the log's size, spilling to a temporary file beside the warehouse beyond it.
+        """
+        check_memory_limit(memory_limit)
         target = Path(path) if path is not None else settings().warehouse_path()
         if target.is_dir():
             raise WarehouseError(f"{target} is a directory; give a file path for the warehouse, for example "
@@ -66,7 +76,7 @@ class Warehouse:
             raise WarehouseError(f"{target} is not a DuckDB warehouse ({type(exc).__name__}); choose another "
                                  "path or delete the file") from None
         _configure(con, memory_limit)
-        return cls(con, target)
+        return cls(con, target, memory_limit)
 
     @classmethod
     def from_parquet(cls, directory: str | Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
@@ -94,11 +104,12 @@ class Warehouse:
     @classmethod
     def in_memory(cls, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
         """An empty in-memory warehouse with the mirrored tables; fill them, then call ``derive()``."""
+        check_memory_limit(memory_limit)
         con = duckdb.connect()
         _configure(con, memory_limit)
         for table in (*LOG_TABLES, *SMALL_TABLES):
             con.execute(ddl(table))
-        return cls(con, None)
+        return cls(con, None, memory_limit)
 
     def close(self) -> None:
         """Close the connection."""
@@ -158,7 +169,7 @@ class Warehouse:
             aside = self.path.with_name(f"{self.path.name}.damaged-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}")
             self.path.replace(aside)
             self.con = duckdb.connect(str(self.path))
-            _configure(self.con, DEFAULT_MEMORY_LIMIT)
+            _configure(self.con, self.memory_limit)
             return {}
         if foreign:
             raise WarehouseError(f"{self.path} is a DuckDB file shadow did not create (it holds "
@@ -213,6 +224,16 @@ class Warehouse:
         return _export.export(self.con, Path(directory), overwrite=overwrite)
 
 
+def check_memory_limit(text: str) -> None:
+    """Refuse a memory limit that is not a size of at least 128MB, saying what would do."""
+    found = _MEMORY.fullmatch(text)
+    units = {"k": 1, "m": 2, "g": 3, "t": 4}
+    if found is None or float(found[1]) * (1024 if "i" in found[2].lower() else 1000) ** units[
+            found[2][0].lower()] < _MIN_MEMORY:
+        raise ValueError(f"the memory limit {text!r} is not a size of at least 128MB; give one such as 512MB, 4GB or "
+                         "2GiB (units KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
+
+
 def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")  # a library prints nothing: the CLI shows its own progress
@@ -220,9 +241,10 @@ def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
 
 
 def sync(url: str | None = None, warehouse: str | Path | None = None, *, rebuild: bool = False,
-         margin: dt.timedelta = DEFAULT_MARGIN, progress: Progress | None = None) -> SyncResult:
+         margin: dt.timedelta = DEFAULT_MARGIN, progress: Progress | None = None,
+         memory_limit: str = DEFAULT_MEMORY_LIMIT) -> SyncResult:
     """Sync the call log at ``url`` into the warehouse file ``warehouse`` (default: the settings)."""
-    with Warehouse.open(warehouse) as wh:
+    with Warehouse.open(warehouse, memory_limit=memory_limit) as wh:
         return wh.sync(url, rebuild=rebuild, margin=margin, progress=progress)
 
 

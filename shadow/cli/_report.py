@@ -132,14 +132,16 @@ def stores(db_url: str | None, alias: str | None, warehouse: Path | None) -> Sto
     return Stores(url, warehouse_path(url, warehouse))
 
 
-def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MARGIN.total_seconds()) -> SyncResult:
+def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MARGIN.total_seconds(),
+             memory_limit: str | None = None) -> SyncResult:
     """Sync the call log into the warehouse; a call log that does not exist yet is not created (exit 2)."""
     need_extra("analytics")
     require_call_log(where.url)
-    from shadow.analytics._warehouse import Warehouse, WarehouseError
+    from shadow.analytics._warehouse import DEFAULT_MEMORY_LIMIT, Warehouse, WarehouseError
 
     try:
-        with Warehouse.open(where.warehouse) as wh, _progress("Syncing the call log") as progress:
+        with (Warehouse.open(where.warehouse, memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT) as wh,
+              _progress("Syncing the call log") as progress):
             return wh.sync(where.url, rebuild=rebuild, margin=dt.timedelta(seconds=margin), progress=progress)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
@@ -162,14 +164,18 @@ def sync(
     margin: Annotated[float, typer.Option(
         "--margin", min=0, help="Seconds re-read before the last sync's newest row, for late commits.")]
     = DEFAULT_MARGIN.total_seconds(),
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", metavar="SIZE",
+        help="DuckDB's memory cap for the sync, such as 512MB or 4GB: the peak stays near it whatever the log's "
+             "size, spilling to a temporary file beside the warehouse beyond it.  [default: 1GB]")] = None,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Load new call-log rows into the DuckDB warehouse (incremental; --rebuild starts over).
 
-    Example: shadow sync --db-url postgresql+psycopg://agent@db:5432/shadow
+    Example: shadow sync --db-url postgresql+psycopg://agent@db:5432/shadow --memory-limit 512MB
     """
-    result = run_sync(stores(db_url, db_alias, warehouse), rebuild=rebuild, margin=margin)
+    result = run_sync(stores(db_url, db_alias, warehouse), rebuild=rebuild, margin=margin, memory_limit=memory_limit)
     if fmt is Format.json:
         typer.echo(json.dumps({k: str(v) if isinstance(v, Path) else v
                                for k, v in dataclasses.asdict(result).items()}, indent=2))

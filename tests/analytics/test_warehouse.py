@@ -505,3 +505,31 @@ def test_the_warehouse_turns_off_duckdbs_progress_bar_which_would_print_over_the
         assert wh.con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
     with Warehouse.in_memory() as wh:
         assert wh.con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
+
+
+@pytest.mark.parametrize("limit", ["lots", "0", "64MB", "100MiB", "1.5", "-1GB", "80%"])
+def test_a_memory_limit_that_is_not_a_size_of_at_least_128mb_is_refused_before_any_file_is_made(
+        tmp_path: Path, limit: str) -> None:
+    with pytest.raises(ValueError, match=f"the memory limit '{re.escape(limit)}' is not a size of at least 128MB"):
+        Warehouse.open(tmp_path / "w.duckdb", memory_limit=limit)
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+@pytest.mark.parametrize(("limit", "shown"), [("128MB", "122.0 MiB"), ("512MB", "488.2 MiB"), (" 2 GiB ", "2.0 GiB"),
+                                              ("1.5gb", "1.3 GiB")])
+def test_a_memory_limit_caps_duckdb(tmp_path: Path, limit: str, shown: str) -> None:
+    with Warehouse.open(tmp_path / "w.duckdb", memory_limit=limit) as wh:
+        assert wh.con.execute("SELECT current_setting('memory_limit')").fetchall() == [(shown,)]
+
+
+def test_a_sync_out_of_memory_says_to_raise_the_limit_and_changes_nothing(store_url: str, tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 20))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url, rebuild=True)
+        before = snapshot(wh)
+        SqlStore(store_url).write(session_rows("t", 20))
+        wh.con.execute("SET memory_limit = '1MB'")  # below what the CLI accepts: forces the failure
+        with pytest.raises(WarehouseError, match=r"ran out of memory .*--memory-limit 4GB"):
+            wh.sync(store_url, rebuild=True)
+        wh.con.execute("SET memory_limit = '1GB'")
+        assert snapshot(wh) == before

@@ -88,7 +88,8 @@ else:
         conn.close()
 secs = time.perf_counter() - t0
 print(json.dumps({"rows": rows, "seconds": secs, "cpu_seconds": cpu() - c0, "import_seconds": imports,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -195,7 +196,8 @@ def main() -> None:
                     f"full sync {rate_sync:>9,.0f} rows/s = {rate_sync / rate_bare:4.2f}x the bare read "
                     f"(target >= 0.5x); CPU s bare {bare['cpu_seconds']:.1f}, sync {full['cpu_seconds']:.1f} "
                     f"({bare['cpu_seconds'] / full['cpu_seconds']:4.2f}x); peak RSS sync "
-                    f"{max(f['peak_rss_mib'] for f in fulls):,.0f} MiB, bare "
+                    f"{max(f['peak_rss_mib'] for f in fulls):,.0f} MiB (its SQLite reader process "
+                    f"{max(f['child_peak_rss_mib'] for f in fulls):,.0f} MiB), bare "
                     f"{max(b['peak_rss_mib'] for b in bares):,.0f} MiB; imports (not timed) bare "
                     f"{bare['import_seconds']:.1f} s, sync {full['import_seconds']:.1f} s")
             if args.compare:

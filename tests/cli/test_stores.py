@@ -189,3 +189,17 @@ def test_sync_of_a_database_without_call_log_tables_exits_2_and_an_unreachable_s
     assert down.returncode == ExitCode.UNAVAILABLE, down.stderr
     assert "refused" in down.stderr.lower() or "failed" in down.stderr.lower()  # the driver's reason, not a class
     assert "Traceback" not in down.stderr
+
+
+def test_sync_memory_limit_caps_duckdb_and_a_bad_one_exits_2_creating_nothing(tmp_path: Path) -> None:
+    env = {"SHADOW_DB_URL": f"sqlite:///{tmp_path}/shadow.db", "SHADOW_FLAGS": "*=shadow"}
+    subprocess.run([sys.executable, "-c", _LOG_CALLS, "12"], cwd=tmp_path, check=True, timeout=120,
+                   env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
+    for bad in ("lots", "64MB", "512"):
+        done = _shadow("sync", "--memory-limit", bad, cwd=tmp_path, env=env)
+        assert done.returncode == ExitCode.USAGE, done.stderr
+        assert f"the memory limit '{bad}' is not a size of at least 128MB" in done.stderr and "512MB" in done.stderr
+        assert not (tmp_path / "shadow.duckdb").exists()
+    done = _shadow("sync", "--memory-limit", "256MB", "--format", "json", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["calls_added"] == 12
