@@ -113,8 +113,8 @@ def stage(wh: Warehouse, p: Plan, progress: Progress | None) -> dict[str, int]:
     def advance(n: int) -> None:
         nonlocal done
         done += n
-        if progress:
-            progress(done, grand_total)
+        if progress:  # rows committed after the count are read too: the total grows, never past 100%
+            progress(done, max(done, grand_total))
 
     read: dict[str, int] = {}
     reads = [_arrow.Read(t, p.bounds.get(t.name), p.totals.get(t.name, 0)) for t in (*LOG_TABLES, *SMALL_TABLES)]

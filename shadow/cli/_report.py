@@ -139,12 +139,21 @@ def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MA
     require_call_log(where.url)
     from shadow.analytics._warehouse import DEFAULT_MEMORY_LIMIT, Warehouse, WarehouseError
 
+    new = not where.warehouse.exists()
     try:
-        with (Warehouse.open(where.warehouse, memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT) as wh,
-              _progress("Syncing the call log") as progress):
-            return wh.sync(where.url, rebuild=rebuild, margin=dt.timedelta(seconds=margin), progress=progress)
+        wh = Warehouse.open(where.warehouse, memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
+    try:
+        with wh, _progress("Syncing the call log") as progress:
+            return wh.sync(where.url, rebuild=rebuild, margin=dt.timedelta(seconds=margin), progress=progress)
+    except BaseException as exc:
+        if new:  # a first sync that failed leaves no empty warehouse behind (the file this process created)
+            for leftover in (where.warehouse, Path(f"{where.warehouse}.wal")):
+                leftover.unlink(missing_ok=True)
+        if isinstance(exc, WarehouseError | ValueError):
+            errors_to_exit(exc)
+        raise
 
 
 def open_for_reading(where: Stores, *, no_sync: bool) -> None:

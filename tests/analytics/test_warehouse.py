@@ -533,3 +533,25 @@ def test_a_sync_out_of_memory_says_to_raise_the_limit_and_changes_nothing(store_
             wh.sync(store_url, rebuild=True)
         wh.con.execute("SET memory_limit = '1GB'")
         assert snapshot(wh) == before
+
+
+def test_progress_never_passes_the_total_when_rows_arrive_during_the_sync(
+        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.analytics import _sync
+
+    store = SqlStore(store_url)
+    store.write(session_rows("s", 5))
+    planned = _sync.plan
+
+    def plan_then_more_rows(*args: Any, **kwargs: Any) -> _sync.Plan:
+        found = planned(*args, **kwargs)  # the rows are counted here ...
+        store.write(session_rows("late", 5))  # ... and these arrive before they are read
+        return found
+
+    monkeypatch.setattr(_sync, "plan", plan_then_more_rows)
+    seen: list[tuple[int, int]] = []
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        result = wh.sync(store_url, progress=lambda done, total: seen.append((done, total)))
+    assert (result.calls_read, result.marks_read) == (30, 10)
+    assert all(done <= total for done, total in seen)
+    assert seen[-1] == (40, 40)

@@ -203,3 +203,20 @@ def test_sync_memory_limit_caps_duckdb_and_a_bad_one_exits_2_creating_nothing(tm
     done = _shadow("sync", "--memory-limit", "256MB", "--format", "json", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["calls_added"] == 12
+
+
+def test_a_first_sync_that_fails_leaves_no_empty_warehouse_but_an_old_one_stays(tmp_path: Path) -> None:
+    down = "postgresql+psycopg://postgres@127.0.0.1:1/shadow"
+    failed = _shadow("sync", "--db-url", down, "--warehouse", str(tmp_path / "w.duckdb"), cwd=tmp_path)
+    assert failed.returncode == ExitCode.UNAVAILABLE, failed.stderr
+    assert list(tmp_path.iterdir()) == []
+    env = {"SHADOW_DB_URL": f"sqlite:///{tmp_path}/shadow.db", "SHADOW_FLAGS": "*=shadow"}
+    subprocess.run([sys.executable, "-c", _LOG_CALLS, "6"], cwd=tmp_path, check=True, timeout=120,
+                   env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
+    assert _shadow("sync", "--warehouse", str(tmp_path / "w.duckdb"), cwd=tmp_path, env=env).returncode == 0
+    again = _shadow("sync", "--db-url", down, "--warehouse", str(tmp_path / "w.duckdb"), cwd=tmp_path)
+    assert again.returncode == ExitCode.UNAVAILABLE, again.stderr
+    assert (tmp_path / "w.duckdb").stat().st_size > 0
+    report = _shadow("report", "loop-rate", "--no-sync", "--warehouse", str(tmp_path / "w.duckdb"),
+                     "--format", "json", cwd=tmp_path, env=env)
+    assert report.returncode == 0, report.stderr
