@@ -20,7 +20,7 @@ from shadow.analytics._sync import SyncResult
 
 __all__ = [
     "DEFAULT_MARGIN", "DEFAULT_MEMORY_LIMIT", "ExportResult", "Progress", "SourceError", "SyncResult", "Warehouse",
-    "WarehouseError", "check_memory_limit", "display_url", "export_parquet", "sync",
+    "WarehouseError", "display_url", "export_parquet", "sync",
 ]
 
 #: DuckDB's memory cap for warehouse work (it spills to disk beyond it).
@@ -52,7 +52,7 @@ class Warehouse:
         ``memory_limit`` caps DuckDB's memory (a size such as ``512MB`` or ``4GB``): a sync's peak stays near it
         whatever the log's size, spilling to a temporary file beside the warehouse beyond it.
         """
-        check_memory_limit(memory_limit)
+        _check_memory_limit(memory_limit)
         target = Path(path) if path is not None else settings().warehouse_path()
         if target.is_dir():
             raise WarehouseError(f"{target} is a directory; give a file path for the warehouse, for example "
@@ -104,7 +104,7 @@ class Warehouse:
     @classmethod
     def in_memory(cls, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
         """An empty in-memory warehouse with the mirrored tables; fill them, then call ``derive()``."""
-        check_memory_limit(memory_limit)
+        _check_memory_limit(memory_limit)
         con = duckdb.connect()
         _configure(con, memory_limit)
         for table in (*LOG_TABLES, *SMALL_TABLES):
@@ -224,7 +224,7 @@ class Warehouse:
         return _export.export(self.con, Path(directory), overwrite=overwrite)
 
 
-def check_memory_limit(text: str) -> None:
+def _check_memory_limit(text: str) -> None:
     """Refuse a memory limit that is not a size of at least 128MB, saying what would do."""
     found = _MEMORY.fullmatch(text)
     units = {"k": 1, "m": 2, "g": 3, "t": 4}
