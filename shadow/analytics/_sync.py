@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 from sqlalchemy import Engine, Table
+from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import settings
 from shadow.analytics import _arrow
@@ -32,6 +33,7 @@ from shadow.analytics._source import (
     count_rows,
     display_url,
     oldest_writer,
+    reason,
 )
 from shadow.calllog import _db as db
 from shadow.calllog import _tables as tables
@@ -93,10 +95,14 @@ def plan(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta)
                              "`shadow sync --rebuild`")
     full = rebuild or not state or not wh.is_synced()
     bounds = {t.name: None if full else _parse_ts(state.get(f"lower.{t.name}")) for t in LOG_TABLES}
+    try:
+        writer = oldest_writer(engine)
+        totals = {t.name: count_rows(engine, t, bounds[t.name]) for t in LOG_TABLES}
+    except SQLAlchemyError as exc:  # a damaged page the table check did not touch, say
+        raise SourceError(f"reading the call log at {source} failed: {reason(exc)}") from None
     return Plan(url=url, source=source, engine=engine, full=full,
                 models_changed=state.get("models") != models_hash(), bounds=bounds,
-                oldest_writer=oldest_writer(engine),
-                totals={t.name: count_rows(engine, t, bounds[t.name]) for t in LOG_TABLES}, margin=margin)
+                oldest_writer=writer, totals=totals, margin=margin)
 
 
 def stage(wh: Warehouse, p: Plan, progress: Progress | None) -> dict[str, int]:

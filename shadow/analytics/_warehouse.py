@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 from collections.abc import Callable, Mapping
@@ -62,6 +63,9 @@ class Warehouse:
         if not target.parent.exists():
             raise WarehouseError(f"the folder {target.parent} does not exist; create it or choose another "
                                  "SHADOW_WAREHOUSE")
+        if _is_sqlite(target):  # DuckDB would try to download its SQLite extension to open it
+            raise WarehouseError(f"{target} is a SQLite database (a call log?), not a DuckDB warehouse; give the "
+                                 f"warehouse a file of its own, for example {target.with_suffix('.duckdb')}")
         try:
             con = duckdb.connect(str(target), read_only=read_only)
         except duckdb.IOException as exc:
@@ -224,6 +228,14 @@ class Warehouse:
         return _export.export(self.con, Path(directory), overwrite=overwrite)
 
 
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def _check_memory_limit(text: str) -> None:
     """Refuse a memory limit that is not a size of at least 128MB, saying what would do."""
     found = _MEMORY.fullmatch(text)
@@ -232,11 +244,20 @@ def _check_memory_limit(text: str) -> None:
             found[2][0].lower()] < _MIN_MEMORY:
         raise ValueError(f"the memory limit {text!r} is not a size of at least 128MB; give one such as 512MB, 4GB or "
                          "2GiB (units KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
+    with duckdb.connect() as scratch:  # DuckDB's own range check, before any file is made
+        try:
+            scratch.execute("SET memory_limit = $limit", {"limit": text})
+        except duckdb.Error as exc:
+            raise ValueError(f"the memory limit {text!r} is refused by DuckDB ({str(exc).splitlines()[0]}); give a "
+                             "size such as 512MB or 4GB") from None
 
 
 def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")  # a library prints nothing: the CLI shows its own progress
+    # A library prints nothing: the CLI shows its own progress. (In Jupyter without ipywidgets DuckDB refuses to touch
+    # the setting, and draws no bar there either.)
+    with contextlib.suppress(duckdb.InvalidInputException):
+        con.execute("SET enable_progress_bar = false")
     con.execute("SET memory_limit = $limit", {"limit": memory_limit})
 
 

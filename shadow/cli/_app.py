@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import enum
 import importlib.util
+import signal
 import sys
+import threading
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Final, NoReturn
 
 import typer
@@ -60,9 +63,25 @@ def _root(
     """
 
 
+_INTERRUPTED = threading.Event()
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C was pressed during this command, even if a library turned it into an error of its own."""
+    return _INTERRUPTED.is_set()
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    _INTERRUPTED.set()
+    signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as before
+
+
 def main() -> None:
     """Console-script entry point: operational events at WARNING and above unless SHADOW_LOG_LEVEL says else."""
     from shadow import _logs as logs
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
 
     try:
         logs.setup_cli(logs.level_from_env("WARNING"))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_SEED
-from shadow.cli._app import ExitCode, app, fail, need_extra
+from shadow.cli._app import ExitCode, app, fail, interrupted, need_extra
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -140,8 +140,9 @@ def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MA
     from shadow.analytics._warehouse import DEFAULT_MEMORY_LIMIT, Warehouse, WarehouseError
 
     new = not where.warehouse.exists()
+    limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
     try:
-        wh = Warehouse.open(where.warehouse, memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT)
+        wh = Warehouse.open(where.warehouse, memory_limit=limit)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
     try:
@@ -151,6 +152,9 @@ def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MA
         if new:  # a first sync that failed leaves no empty warehouse behind (the file this process created)
             for leftover in (where.warehouse, Path(f"{where.warehouse}.wal")):
                 leftover.unlink(missing_ok=True)
+        if interrupted():  # whatever the reader or DuckDB made of the Ctrl-C
+            fail("sync interrupted; the warehouse holds what the last complete sync left in it",
+                 ExitCode.INTERRUPTED)
         if isinstance(exc, WarehouseError | ValueError):
             errors_to_exit(exc)
         raise
@@ -175,8 +179,9 @@ def sync(
     = DEFAULT_MARGIN.total_seconds(),
     memory_limit: Annotated[str | None, typer.Option(
         "--memory-limit", metavar="SIZE",
-        help="DuckDB's memory cap for the sync, such as 512MB or 4GB: the peak stays near it whatever the log's "
-             "size, spilling to a temporary file beside the warehouse beyond it.  [default: 1GB]")] = None,
+        help="DuckDB's memory cap for the sync, at least 128MB, such as 512MB or 4GB: the peak stays near it "
+             "whatever the log's size, spilling to a temporary file beside the warehouse beyond it.  "
+             "[default: 1GB]")] = None,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:

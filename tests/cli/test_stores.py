@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -195,7 +196,7 @@ def test_sync_memory_limit_caps_duckdb_and_a_bad_one_exits_2_creating_nothing(tm
     env = {"SHADOW_DB_URL": f"sqlite:///{tmp_path}/shadow.db", "SHADOW_FLAGS": "*=shadow"}
     subprocess.run([sys.executable, "-c", _LOG_CALLS, "12"], cwd=tmp_path, check=True, timeout=120,
                    env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
-    for bad in ("lots", "64MB", "512"):
+    for bad in ("lots", "64MB", "512", ""):
         done = _shadow("sync", "--memory-limit", bad, cwd=tmp_path, env=env)
         assert done.returncode == ExitCode.USAGE, done.stderr
         assert f"the memory limit '{bad}' is not a size of at least 128MB" in done.stderr and "512MB" in done.stderr
@@ -220,3 +221,71 @@ def test_a_first_sync_that_fails_leaves_no_empty_warehouse_but_an_old_one_stays(
     report = _shadow("report", "loop-rate", "--no-sync", "--warehouse", str(tmp_path / "w.duckdb"),
                      "--format", "json", cwd=tmp_path, env=env)
     assert report.returncode == 0, report.stderr
+
+
+def test_a_sqlite_file_given_as_the_warehouse_is_refused_untouched(tmp_path: Path) -> None:
+    env = {"SHADOW_DB_URL": f"sqlite:///{tmp_path}/shadow.db", "SHADOW_FLAGS": "*=shadow"}
+    subprocess.run([sys.executable, "-c", _LOG_CALLS, "6"], cwd=tmp_path, check=True, timeout=120,
+                   env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
+    before = (tmp_path / "shadow.db").read_bytes()
+    done = _shadow("sync", "--warehouse", str(tmp_path / "shadow.db"), cwd=tmp_path, env=env)
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert "is a SQLite database (a call log?), not a DuckDB warehouse" in done.stderr
+    assert "download" not in done.stderr  # DuckDB's SQLite extension is not fetched to open it
+    assert (tmp_path / "shadow.db").read_bytes() == before
+
+
+def test_a_call_log_with_damaged_index_pages_is_a_clear_source_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    env = {"SHADOW_DB_URL": f"sqlite:///{tmp_path}/shadow.db", "SHADOW_FLAGS": "*=shadow"}
+    subprocess.run([sys.executable, "-c", _LOG_CALLS, "30"], cwd=tmp_path, check=True, timeout=120,
+                   env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
+    log = sqlite3.connect(tmp_path / "shadow.db")
+    pages = [r[0] for r in log.execute("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = "
+                                       "'calls'")]
+    size = log.execute("PRAGMA page_size").fetchone()[0]
+    log.close()
+    with (tmp_path / "shadow.db").open("r+b") as f:  # the tables' own pages stay sound: counting rows fails
+        for page in pages:
+            f.seek(size * (page - 1))
+            f.write(b"\xff" * size)
+    done = _shadow("sync", cwd=tmp_path, env=env)
+    assert done.returncode == ExitCode.UNAVAILABLE, done.stderr
+    assert "database disk image is malformed" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "shadow.duckdb").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.05, 0.6, 1.5])
+def test_ctrl_c_during_a_sync_exits_130_and_leaves_the_warehouse_as_it_was(tmp_path: Path, delay: float) -> None:
+    import signal
+    import time
+
+    sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+    from bench_sync import make_sqlite
+
+    url = make_sqlite(tmp_path / "big.db", 150_000)  # a sync of a few seconds: the read, the insert, the derive
+    warehouse = tmp_path / "w.duckdb"
+    first = _shadow("sync", "--db-url", url, "--warehouse", str(warehouse), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = _shadow("report", "loop-rate", "--no-sync", "--warehouse", str(warehouse), "--format", "json",
+                     cwd=tmp_path)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")}
+    proc = subprocess.Popen([sys.executable, "-m", "shadow", "sync", "--rebuild", "--db-url", url, "--warehouse",
+                             str(warehouse)], cwd=tmp_path, env={**clean, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    started = proc.stderr.readline()  # the progress line's first report: the sync has begun
+    assert "Syncing the call log" in started, started
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:  # the sync finished before the signal: nothing to check
+        pytest.skip(f"the sync ended within {delay} s")
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert "sync interrupted" in err and "Traceback" not in err
+    after = _shadow("report", "loop-rate", "--no-sync", "--warehouse", str(warehouse), "--format", "json",
+                    cwd=tmp_path)
+    drop = re.compile(r'"generated_at": "[^"]*"')
+    assert drop.sub("", after.stdout) == drop.sub("", before.stdout)
