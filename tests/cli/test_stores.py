@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -259,9 +261,6 @@ def test_a_call_log_with_damaged_index_pages_is_a_clear_source_error(tmp_path: P
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.05, 0.6, 1.5])
 def test_ctrl_c_during_a_sync_exits_130_and_leaves_the_warehouse_as_it_was(tmp_path: Path, delay: float) -> None:
-    import signal
-    import time
-
     sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
     from bench_sync import make_sqlite
 
@@ -280,7 +279,7 @@ def test_ctrl_c_during_a_sync_exits_130_and_leaves_the_warehouse_as_it_was(tmp_p
     assert "Syncing the call log" in started, started
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=120)
     if proc.returncode == 0:  # the sync finished before the signal: nothing to check
         pytest.skip(f"the sync ended within {delay} s")
     assert proc.returncode == ExitCode.INTERRUPTED, err
