@@ -192,12 +192,13 @@ def main() -> None:
                 fulls.append(measure("sync", url, work, memory_limit=args.memory_limit))
             bare, full = median_run(bares), median_run(fulls)
             rate_bare, rate_sync = bare["rows"] / bare["seconds"], full["rows"] / full["seconds"]
+            child = max(f["child_peak_rss_mib"] for f in fulls)
+            reader = f" (its SQLite reader process {child:,.0f} MiB)" if child else ""
             line = (f"{label:<10} {n:>10,} calls ({full['rows']:,.0f} rows): bare read {rate_bare:>9,.0f} rows/s, "
                     f"full sync {rate_sync:>9,.0f} rows/s = {rate_sync / rate_bare:4.2f}x the bare read "
                     f"(target >= 0.5x); CPU s bare {bare['cpu_seconds']:.1f}, sync {full['cpu_seconds']:.1f} "
                     f"({bare['cpu_seconds'] / full['cpu_seconds']:4.2f}x); peak RSS sync "
-                    f"{max(f['peak_rss_mib'] for f in fulls):,.0f} MiB (its SQLite reader process "
-                    f"{max(f['child_peak_rss_mib'] for f in fulls):,.0f} MiB), bare "
+                    f"{max(f['peak_rss_mib'] for f in fulls):,.0f} MiB{reader}, bare "
                     f"{max(b['peak_rss_mib'] for b in bares):,.0f} MiB; imports (not timed) bare "
                     f"{bare['import_seconds']:.1f} s, sync {full['import_seconds']:.1f} s")
             if args.compare:
