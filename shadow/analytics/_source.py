@@ -96,8 +96,10 @@ def check_source(engine: Engine, url: str, needed: Sequence[Table]) -> None:
     try:
         names = set(inspect(engine).get_table_names())
     except SQLAlchemyError as exc:
+        what = ("that the file is an intact SQLite database" if engine.dialect.name == "sqlite"
+                else "that the database is running")
         raise SourceError(f"cannot read the call log at {display_url(url)}: {reason(exc)}; check the "
-                          "URL (SHADOW_DB_URL or --db-url) and that the database is running") from None
+                          f"URL (SHADOW_DB_URL or --db-url) and {what}") from None
     missing = [t.name for t in needed if t.name not in names]
     if missing:
         raise NoCallLog(f"{display_url(url)} has no call log (missing tables: {', '.join(missing)}); create it "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from shadow._text import counted
 from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_SEED
 from shadow.cli._app import ExitCode, app, fail, interrupted, need_extra
 from shadow.cli._options import (
@@ -195,9 +196,11 @@ def sync(
                                for k, v in dataclasses.asdict(result).items()}, indent=2))
         return
     how = "rebuilt" if result.rebuilt else "synced"
-    typer.echo(f"{how} {result.warehouse}: {result.calls_added} new calls and {result.marks_added} new marks "
-               f"(read {result.calls_read} and {result.marks_read}), {result.flag_changes} flag changes, "
-               f"{result.sessions_recomputed} sessions recomputed, in {result.seconds:.2f} s")
+    typer.echo(f"{how} {result.warehouse}: {counted(result.calls_added, 'new call')} and "
+               f"{counted(result.marks_added, 'new mark')} (read {result.calls_read:,} and {result.marks_read:,}), "
+               f"{counted(result.flag_changes, 'flag change')} in all, "
+               f"{counted(result.sessions_recomputed, 'session')} recomputed, in {result.seconds:.2f} s")
+
 
 
 @export_app.command("parquet")

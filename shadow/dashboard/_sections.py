@@ -156,10 +156,6 @@ def _json(value: Any) -> str:
     return e(json.dumps(value, ensure_ascii=False, indent=None))
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 def evidence(data: DashboardData) -> str:
     """Per tool: example pairs per frequent code (legacy, then structured; redacted) and unmapped shapes."""
     blocks = []
@@ -167,8 +163,8 @@ def evidence(data: DashboardData) -> str:
         ev = t.evidence
         if ev is None or (not ev.codes and not ev.unmapped):
             continue
-        parts = [f"<details><summary><b>{e(t.tool)}</b>: examples of {_n(len(ev.codes), 'frequent code')}, "
-                 f"{_n(ev.unmapped_shapes, 'unmapped shape')}</summary>"]
+        parts = [f"<details><summary><b>{e(t.tool)}</b>: examples of {counted(len(ev.codes), 'frequent code')}, "
+                 f"{counted(ev.unmapped_shapes, 'unmapped shape')}</summary>"]
         for c in ev.codes:
             parts.append(f"<h3>{e(c.code)} <span class='muted'>({c.errors:,} errors)</span></h3>")
             for ex in c.examples:

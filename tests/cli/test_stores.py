@@ -288,3 +288,11 @@ def test_ctrl_c_during_a_sync_exits_130_and_leaves_the_warehouse_as_it_was(tmp_p
                     cwd=tmp_path)
     drop = re.compile(r'"generated_at": "[^"]*"')
     assert drop.sub("", after.stdout) == drop.sub("", before.stdout)
+
+
+def test_a_call_log_file_that_is_not_a_sqlite_database_gets_advice_about_the_file(tmp_path: Path) -> None:
+    (tmp_path / "shadow.db").write_bytes(b"not a database at all" * 300)
+    done = _shadow("sync", "--db-url", f"sqlite:///{tmp_path}/shadow.db", cwd=tmp_path)
+    assert done.returncode == ExitCode.UNAVAILABLE, done.stderr
+    assert "is not a database" in done.stderr and "an intact SQLite database" in done.stderr
+    assert "running" not in done.stderr
