@@ -77,3 +77,21 @@ def test_every_command_help_carries_an_example() -> None:
     assert len(commands) >= 2
     for name, cmd in commands:
         assert "Example" in (cmd.help or ""), f"{name} has no example in its help"
+
+
+def test_each_example_in_a_commands_help_is_shown_on_its_own_line() -> None:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    runner = CliRunner()
+
+    def walk(cmd: Any, path: list[str]) -> list[list[str]]:
+        if hasattr(cmd, "commands"):
+            return [item for name, sub in cmd.commands.items() for item in walk(sub, [*path, name])]
+        return [path]
+
+    for path in walk(group, []):
+        shown = runner.invoke(app, [*path, "--help"], terminal_width=80).stdout
+        for line in shown.splitlines():  # click rewraps a paragraph unless it is marked to keep its lines
+            if "Example:" in line:
+                assert line.strip().startswith("Example:"), f"shadow {' '.join(path)}: {line}"

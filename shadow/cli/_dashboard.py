@@ -62,6 +62,7 @@ def dashboard(
     error codes, follow-ups after errors and savings. Syncs the warehouse first unless --no-sync; with --parquet
     it reads a Parquet export instead, on DuckDB or (--engine spark) on Spark, which sends back only aggregates.
 
+    \b
     Example: shadow dashboard --out cutover.html --since 2025-03-01 --serve --port 8050
     Example: shadow dashboard --since 2025-03-01 --until 2025-03-07 --tool create_task
     Example: shadow dashboard --engine spark --parquet s3a://lake/shadow --spark-master yarn

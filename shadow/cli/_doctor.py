@@ -83,6 +83,7 @@ def doctor(
     Exits 1 on a problem (3 when the database cannot be reached), so a deployment can run it first. With
     --format json, a list of the checks (name, ok, detail, unavailable); --json prints one check per line.
 
+    \b
     Example: SHADOW_FLAG_TTL=5s shadow doctor
     Example: shadow doctor --db-url postgresql+psycopg://agent@db:5432/shadow --format json
     """

@@ -66,6 +66,7 @@ def set_flag(
 
     With --format json: the tool's new mode and percent, and the audit entry written (as in flags history).
 
+    \b
     Example: shadow flags set create_task cutover --percent 25 --reason "ready: 0.4% unmapped"
     Example: shadow flags set create_task shadow --format json
     """
@@ -174,6 +175,7 @@ def kill(
 
     With --format json: {"killed": true, "change": the audit entry written}.
 
+    \b
     Example: shadow flags kill --reason "loop rate up after cutover"
     Example: shadow flags kill --reason "loop rate up" --format json
     """
@@ -189,6 +191,7 @@ def unkill(
 
     With --format json: {"killed": false, "change": the audit entry written}.
 
+    \b
     Example: shadow flags unkill --reason "fixed"
     Example: shadow flags unkill --reason "fixed" --format json
     """

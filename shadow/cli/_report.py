@@ -220,6 +220,7 @@ def export_parquet(
     Into an earlier export only what is new (by day partition and id) is appended: a daily job keeps a lake current.
     With --format json: the directory, the calls and marks written, the Parquet files it holds, whether it appended.
 
+    \b
     Example: shadow export parquet ./callog-parquet
     Example: shadow export parquet ./callog-parquet --format json
     """
@@ -296,6 +297,7 @@ def loop_rate(
     """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings; and per tool a
     recommendation (raise, hold, fix_rules, rollback, done), the power and evidence.
 
+    \b
     Example: shadow report loop-rate --tool create_task --since 2025-03-01 --format json
     Example: shadow report loop-rate --engine spark --parquet s3a://lake/shadow --spark-master yarn
     """
