@@ -13,7 +13,7 @@ import duckdb
 
 from shadow._config import settings
 from shadow.analytics import _sql as sql
-from shadow.analytics._defaults import DEFAULT_MARGIN
+from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_MEMORY_LIMIT
 from shadow.analytics._export import ExportResult
 from shadow.analytics._schema import LOG_TABLES, SMALL_TABLES, STATE_TABLE, ddl
 from shadow.analytics._source import SourceError, WarehouseError, display_url
@@ -24,8 +24,6 @@ __all__ = [
     "WarehouseError", "display_url", "export_parquet", "sync",
 ]
 
-#: DuckDB's memory cap for warehouse work (it spills to disk beyond it).
-DEFAULT_MEMORY_LIMIT: Final = "1GB"
 _MEMORY: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
 _MIN_MEMORY: Final = 128 * 1000**2
 

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from shadow.cli._app import ExitCode, app, fail, need_extra
-from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, WarehouseOption, time_range
+from shadow.cli._options import (
+    DbAliasOption,
+    DbUrlOption,
+    Format,
+    FormatOption,
+    MemoryLimitOption,
+    WarehouseOption,
+    time_range,
+)
 from shadow.cli._report import (
     Engine,
     EngineOption,
@@ -37,6 +45,7 @@ def dashboard(
         "--subtitle", help="A plain statement shown at the top, e.g. 'staging fleet, week 12'.")] = None,
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
+    memory_limit: MemoryLimitOption = None,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Draw the warehouse as it is.")] = False,
     serve: Annotated[bool, typer.Option("--serve", help="Then serve the page until Ctrl-C.")] = False,
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port for --serve (0: any free one).")]
@@ -70,7 +79,7 @@ def dashboard(
     need_extra("dashboard")
     start, end = time_range(since, until)
     check_engine(engine, parquet)
-    where = stores(db_url, db_alias, warehouse)
+    where = stores(db_url, db_alias, warehouse, memory_limit)
     if parquet is None:
         open_for_reading(where, no_sync=no_sync)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
@@ -102,7 +111,7 @@ def dashboard(
 
     def rebuild() -> str:
         if not no_sync and parquet is None:
-            with Warehouse.open(where.warehouse) as wh:
+            with Warehouse.open(where.warehouse, memory_limit=where.memory_limit) as wh:
                 wh.sync(where.url)
         return build()
 

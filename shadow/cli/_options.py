@@ -51,6 +51,10 @@ DB_URL_HELP: Final = (
 DbUrlOption = Annotated[str | None, typer.Option("--db-url", help=DB_URL_HELP, show_default=False)]
 #: The spellings of ``--db-url`` in 0.1 (``--db``, ``--url``): still accepted, no longer shown.
 DbAliasOption = Annotated[str | None, typer.Option("--db", "--url", hidden=True, show_default=False)]
+MemoryLimitOption = Annotated[str | None, typer.Option(
+    "--memory-limit", metavar="SIZE", show_default=False,
+    help="DuckDB's memory cap for the sync, at least 128MB, such as 512MB or 4GB: its peak stays near it whatever "
+         "the log's size, spilling to a temporary file beside the warehouse beyond it (default: 1GB).")]
 WarehouseOption = Annotated[Path | None, typer.Option(
     "--warehouse", dir_okay=False, show_default=False,
     help="The DuckDB warehouse file (default: SHADOW_WAREHOUSE, else beside the SQLite call log, "

@@ -22,6 +22,7 @@ from shadow.cli._options import (
     DbUrlOption,
     Format,
     FormatOption,
+    MemoryLimitOption,
     ReportFormatOption,
     WarehouseOption,
     require_call_log,
@@ -125,25 +126,27 @@ class Stores:
 
     url: str
     warehouse: Path
+    memory_limit: str  # DuckDB's, for a sync
 
 
-def stores(db_url: str | None, alias: str | None, warehouse: Path | None) -> Stores:
-    """``--db-url`` (or its old spellings) and ``--warehouse`` resolved; the warehouse defaults beside the log."""
+def stores(db_url: str | None, alias: str | None, warehouse: Path | None, memory_limit: str | None = None) -> Stores:
+    """``--db-url`` (or its old spellings), ``--warehouse`` and ``--memory-limit`` resolved; the warehouse defaults
+    beside the log."""
+    from shadow.analytics._defaults import DEFAULT_MEMORY_LIMIT
+
     url = store_url(db_url, alias)
-    return Stores(url, warehouse_path(url, warehouse))
+    return Stores(url, warehouse_path(url, warehouse), DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit)
 
 
-def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MARGIN.total_seconds(),
-             memory_limit: str | None = None) -> SyncResult:
+def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MARGIN.total_seconds()) -> SyncResult:
     """Sync the call log into the warehouse; a call log that does not exist yet is not created (exit 2)."""
     need_extra("analytics")
     require_call_log(where.url)
-    from shadow.analytics._warehouse import DEFAULT_MEMORY_LIMIT, Warehouse, WarehouseError
+    from shadow.analytics._warehouse import Warehouse, WarehouseError
 
     new = not where.warehouse.exists()
-    limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
     try:
-        wh = Warehouse.open(where.warehouse, memory_limit=limit)
+        wh = Warehouse.open(where.warehouse, memory_limit=where.memory_limit)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
     try:
@@ -178,11 +181,7 @@ def sync(
     margin: Annotated[float, typer.Option(
         "--margin", min=0, help="Seconds re-read before the last sync's newest row, for late commits.")]
     = DEFAULT_MARGIN.total_seconds(),
-    memory_limit: Annotated[str | None, typer.Option(
-        "--memory-limit", metavar="SIZE",
-        help="DuckDB's memory cap for the sync, at least 128MB, such as 512MB or 4GB: the peak stays near it "
-             "whatever the log's size, spilling to a temporary file beside the warehouse beyond it.  "
-             "[default: 1GB]")] = None,
+    memory_limit: MemoryLimitOption = None,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
@@ -190,7 +189,7 @@ def sync(
 
     Example: shadow sync --db-url postgresql+psycopg://agent@db:5432/shadow --memory-limit 512MB
     """
-    result = run_sync(stores(db_url, db_alias, warehouse), rebuild=rebuild, margin=margin, memory_limit=memory_limit)
+    result = run_sync(stores(db_url, db_alias, warehouse, memory_limit), rebuild=rebuild, margin=margin)
     if fmt is Format.json:
         typer.echo(json.dumps({k: str(v) if isinstance(v, Path) else v
                                for k, v in dataclasses.asdict(result).items()}, indent=2))
@@ -212,6 +211,7 @@ def export_parquet(
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Export the warehouse as it is.")] = False,
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
+    memory_limit: MemoryLimitOption = None,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
@@ -224,7 +224,7 @@ def export_parquet(
     Example: shadow export parquet ./callog-parquet
     Example: shadow export parquet ./callog-parquet --format json
     """
-    where = stores(db_url, db_alias, warehouse)
+    where = stores(db_url, db_alias, warehouse, memory_limit)
     open_for_reading(where, no_sync=no_sync)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
 
@@ -288,6 +288,7 @@ def loop_rate(
         "--bytes-per-token", min=0.1, help="Savings: the token estimator, bytes of JSON text per token.")] = 4.0,
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
+    memory_limit: MemoryLimitOption = None,
     db_alias: DbAliasOption = None,
     engine: EngineOption = Engine.duckdb,
     parquet: ParquetOption = None,
@@ -303,7 +304,7 @@ def loop_rate(
     """
     start, end = time_range(since, until)
     check_engine(engine, parquet)
-    where = stores(db_url, db_alias, warehouse)
+    where = stores(db_url, db_alias, warehouse, memory_limit)
     if parquet is None:
         open_for_reading(where, no_sync=no_sync)
     need_extra("analytics")

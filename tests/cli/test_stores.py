@@ -203,9 +203,17 @@ def test_sync_memory_limit_caps_duckdb_and_a_bad_one_exits_2_creating_nothing(tm
         assert done.returncode == ExitCode.USAGE, done.stderr
         assert f"the memory limit '{bad}' is not a size of at least 128MB" in done.stderr and "512MB" in done.stderr
         assert not (tmp_path / "shadow.duckdb").exists()
+    for command in (["report", "loop-rate"], ["export", "parquet", str(tmp_path / "lake")],
+                    ["dashboard", "--out", str(tmp_path / "d.html")]):  # they sync first, with the same option
+        done = _shadow(*command, "--memory-limit", "64MB", cwd=tmp_path, env=env)
+        assert done.returncode == ExitCode.USAGE, done.stderr
+        assert "the memory limit '64MB' is not a size of at least 128MB" in done.stderr
+        assert not (tmp_path / "shadow.duckdb").exists()
     done = _shadow("sync", "--memory-limit", "256MB", "--format", "json", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["calls_added"] == 12
+    report = _shadow("report", "loop-rate", "--memory-limit", "2GiB", "--format", "json", cwd=tmp_path, env=env)
+    assert report.returncode == 0, report.stderr
 
 
 def test_a_first_sync_that_fails_leaves_no_empty_warehouse_but_an_old_one_stays(tmp_path: Path) -> None:
