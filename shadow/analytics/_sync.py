@@ -89,7 +89,7 @@ def plan(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta)
     if not rebuild and state and state.get("source") != source:
         raise WarehouseError(f"the warehouse {wh.path} was built from {state.get('source')}, not {source}; run "
                              "`shadow sync --rebuild` to start over from the new store, or choose another "
-                             "SHADOW_WAREHOUSE")
+                             "warehouse file (--warehouse or SHADOW_WAREHOUSE)")
     if not rebuild and state and state.get("schema") != schema_hash():
         raise WarehouseError(f"the warehouse {wh.path} was built for an older call-log schema; run "
                              "`shadow sync --rebuild`")

@@ -60,7 +60,7 @@ class Warehouse:
             raise WarehouseError(f"no warehouse at {target}; run `shadow sync` first")
         if not target.parent.exists():
             raise WarehouseError(f"the folder {target.parent} does not exist; create it or choose another "
-                                 "SHADOW_WAREHOUSE")
+                                 "warehouse file (--warehouse or SHADOW_WAREHOUSE)")
         if _is_sqlite(target):  # DuckDB would try to download its SQLite extension to open it
             raise WarehouseError(f"{target} is a SQLite database (a call log?), not a DuckDB warehouse; give the "
                                  f"warehouse a file of its own, for example {target.with_suffix('.duckdb')}")
