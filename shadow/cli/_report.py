@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from shadow._text import counted
-from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_SEED
+from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_MEMORY_LIMIT, DEFAULT_SEED
 from shadow.cli._app import ExitCode, app, fail, interrupted, need_extra
 from shadow.cli._options import (
     DbAliasOption,
@@ -132,8 +132,6 @@ class Stores:
 def stores(db_url: str | None, alias: str | None, warehouse: Path | None, memory_limit: str | None = None) -> Stores:
     """``--db-url`` (or its old spellings), ``--warehouse`` and ``--memory-limit`` resolved; the warehouse defaults
     beside the log."""
-    from shadow.analytics._defaults import DEFAULT_MEMORY_LIMIT
-
     url = store_url(db_url, alias)
     return Stores(url, warehouse_path(url, warehouse), DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit)
 
