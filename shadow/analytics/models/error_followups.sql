@@ -35,65 +35,70 @@ WITH scoped_calls AS NOT MATERIALIZED (
 scoped_marks AS NOT MATERIALIZED (
     SELECT id, session_id, epoch, seq, kind
     FROM marks
-    WHERE kind IN ('user_turn', 'end')
-      AND ($all_sessions OR session_id IN (SELECT session_id FROM sync_scope))
+    WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
 ),
 -- Every position (epoch, seq) a session used: calls and marks of any kind.
 used AS NOT MATERIALIZED (
     SELECT session_id, epoch, seq FROM scoped_calls
     UNION ALL
-    SELECT session_id, epoch, seq FROM marks
-    WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
+    SELECT session_id, epoch, seq FROM scoped_marks
 ),
 -- Per epoch of a session: its last seq, and the first seq of the epoch after it (epochs order as events do:
--- rows without one first). A gap follows (epoch, seq) unless seq + 1 is used in the epoch, or seq is the epoch's
--- last and the next epoch starts at 1 (or none follows).
+-- rows without one first).
 epochs AS (
     SELECT session_id, epoch, max_seq,
            LEAD(min_seq) OVER (PARTITION BY session_id ORDER BY epoch NULLS FIRST) AS next_epoch_first
     FROM (SELECT session_id, epoch, MAX(seq) AS max_seq, MIN(seq) AS min_seq FROM used GROUP BY session_id, epoch)
         AS per_epoch
 ),
--- The next CALL after every call (marks skipped), narrowed to what the follow-up needs, and its position among the
--- session's calls.
+-- A session's calls and the marks that count as events in one ordered stream, sorted once (the one window over
+-- every call): for each call the next call (marks skipped: a mark's call columns are NULL, which IGNORE NULLS
+-- passes over) and the next event.
 call_stream AS (
-    SELECT id, session_id, outcome = 'error' AS is_error,
-           LEAD(id) OVER w AS next_call_id,
-           LEAD(ts) OVER w AS next_ts,
-           LEAD(tool) OVER w = tool AS next_same_tool,
-           LEAD(tool) OVER w = tool AND LEAD(fingerprint) OVER w = fingerprint AS next_same_call,
-           ROW_NUMBER() OVER w AS call_pos,                               -- 1, 2, ... over calls only
-           COUNT(*) OVER (PARTITION BY session_id) AS n_calls
-    FROM scoped_calls
-    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, id)
-),
--- Runs of identical calls (same tool and fingerprint): where the next run starts after each call, the first later
--- position whose call differs from the one before it.
-runs AS (
-    SELECT *,
-           MIN(CASE WHEN next_call_id IS NOT NULL AND NOT next_same_call THEN call_pos + 1 END) OVER (
-               PARTITION BY session_id ORDER BY call_pos DESC ROWS UNBOUNDED PRECEDING
-           ) AS next_run_start
-    FROM call_stream
-),
--- The first EVENT after each error call: calls and the marks that count as events in one ordered stream, narrow.
-next_event AS (
-    SELECT id, next_is_mark, next_kind
+    SELECT session_id, epoch, seq, id, is_error,
+           LEAD(call_id IGNORE NULLS) OVER w AS next_call_id,
+           LEAD(ts IGNORE NULLS) OVER w AS next_ts,
+           LEAD(tool IGNORE NULLS) OVER w = tool AS next_same_tool,
+           LEAD(tool IGNORE NULLS) OVER w = tool AND LEAD(fingerprint IGNORE NULLS) OVER w = fingerprint
+               AS next_same_call,
+           LEAD(is_mark) OVER w AS next_is_mark,
+           LEAD(kind) OVER w AS next_kind
     FROM (
-        SELECT id, is_mark, is_error,
-               LEAD(is_mark) OVER w AS next_is_mark,
-               LEAD(kind) OVER w AS next_kind
-        FROM (
-            SELECT session_id, epoch, seq, 0 AS is_mark, id, NULL AS kind, outcome = 'error' AS is_error
-            FROM scoped_calls
-            UNION ALL
-            SELECT session_id, epoch, seq, 1 AS is_mark, id, kind, false AS is_error
-            FROM scoped_marks
-        ) AS events
-        WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, id)
-    ) AS stream
-    WHERE is_mark = 0 AND is_error
+        SELECT session_id, epoch, seq, 0 AS is_mark, id, id AS call_id, NULL AS kind, ts, tool, fingerprint,
+               outcome = 'error' AS is_error
+        FROM scoped_calls
+        UNION ALL
+        SELECT session_id, epoch, seq, 1 AS is_mark, id, NULL AS call_id, kind, NULL AS ts, NULL AS tool,
+               NULL AS fingerprint, false AS is_error
+        FROM scoped_marks
+        WHERE kind IN ('user_turn', 'end')
+    ) AS events
+    WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, id)
 ),
+-- Runs of identical calls, from the few calls whose next call repeats them (the windows below sort only those): such
+-- a call starts a run unless it is the next call of the one before it. From a call, run_left counts the run's calls
+-- from it on, itself included: each is followed by one repeat, so that is the loop length after it.
+repeats AS (
+    SELECT session_id, epoch, seq, id,
+           CASE WHEN LAG(next_call_id) OVER (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, id) = id
+                THEN 0 ELSE 1 END AS starts_run
+    FROM call_stream
+    WHERE next_same_call
+),
+numbered AS (
+    SELECT session_id, epoch, seq, id,
+           SUM(starts_run) OVER (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, id
+                                 ROWS UNBOUNDED PRECEDING) AS run
+    FROM repeats
+),
+runs AS (
+    SELECT id,
+           COUNT(*) OVER (PARTITION BY session_id, run)
+           - ROW_NUMBER() OVER (PARTITION BY session_id, run ORDER BY epoch NULLS FIRST, seq, id) + 1 AS run_left
+    FROM numbered
+),
+-- Each error and whether a gap follows it: none when seq + 1 is used in its epoch (looked up for the errors only), or
+-- when seq is the epoch's last and the next epoch starts at 1 (or none follows).
 error_gaps AS (
     SELECT c.*,
            CASE WHEN nxt.seq IS NOT NULL THEN false
@@ -102,23 +107,27 @@ error_gaps AS (
            END AS gap_after
     FROM scoped_calls AS c
     JOIN epochs AS ep ON ep.session_id = c.session_id AND ep.epoch IS NOT DISTINCT FROM c.epoch
-    LEFT JOIN (SELECT DISTINCT session_id, epoch, seq FROM used) AS nxt
+    LEFT JOIN (SELECT DISTINCT u.session_id, u.epoch, u.seq
+               FROM used AS u
+               JOIN (SELECT session_id, epoch, seq FROM scoped_calls WHERE outcome = 'error') AS e
+                 ON e.session_id = u.session_id AND e.epoch IS NOT DISTINCT FROM u.epoch AND u.seq = e.seq + 1
+              ) AS nxt
         ON nxt.session_id = c.session_id AND nxt.epoch IS NOT DISTINCT FROM c.epoch AND nxt.seq = c.seq + 1
     WHERE c.outcome = 'error'
 ),
 errors AS (
-    SELECT c.*, ne.next_is_mark, ne.next_kind, r.next_call_id, r.next_ts, r.next_same_tool, r.call_pos,
-           r.n_calls, r.next_run_start,
-           COALESCE(r.next_same_call, false) AND NOT c.gap_after AS looped,
+    SELECT c.*, s.next_is_mark, s.next_kind, s.next_call_id, s.next_ts, s.next_same_tool,
+           COALESCE(s.next_same_call, false) AND NOT c.gap_after AS looped,
+           ru.run_left,
            CASE WHEN c.error_field IS NULL THEN NULL
                 WHEN c.arg_hashes IS NOT NULL
                      AND map_contains(CAST(c.arg_hashes AS MAP(VARCHAR, VARCHAR)), c.error_field) THEN c.error_field
                 ELSE regexp_extract(c.error_field, '^[^.\[]+')
            END AS field_key
-    FROM runs AS r
-    JOIN error_gaps AS c ON c.id = r.id
-    JOIN next_event AS ne ON ne.id = r.id
-    WHERE r.is_error
+    FROM call_stream AS s
+    JOIN error_gaps AS c ON c.id = s.id
+    LEFT JOIN runs AS ru ON ru.id = s.id
+    WHERE s.is_error
 ),
 -- A repair after a validation_error naming a field: the next call's per-argument fingerprints, to compare.
 named_repairs AS (
@@ -153,7 +162,7 @@ SELECT
     e.looped,
     -- the next event is the next call exactly when no mark lies between the two
     e.looped AND e.next_is_mark = 0 AS back_to_back,
-    CAST(CASE WHEN e.looped THEN COALESCE(e.next_run_start, e.n_calls + 1) - e.call_pos - 1 ELSE 0 END AS INTEGER)
+    CAST(CASE WHEN e.looped THEN e.run_left ELSE 0 END AS INTEGER)
         AS loop_length,
     e.looped AND COALESCE(e.retryable, false) AS justified_retry,
     CASE WHEN e.next_call_id IS NOT NULL THEN date_diff('microsecond', e.ts, e.next_ts) // 1000 END
