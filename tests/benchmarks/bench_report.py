@@ -61,7 +61,7 @@ rep AS (
 INSERT INTO calls (id, session_id, seq, ts, tool, mode, variant, fingerprint, arg_hashes, args, outcome,
                    legacy_payload, new_payload, code, retryable, next_action, retry_after_ms, error_field, rule,
                    unmapped, schema_valid, latency_us, process, host, source, inserted_at)
-SELECT printf('c%035d', i), 's' || sess, pos * 2 + 1,
+SELECT printf('c%035d', i), 's' || sess, pos + 1 + (sess % 3 = 0 AND pos >= 20),
        strftime('%Y-%m-%d %H:%M:%f', '2025-03-01', '+' || offset_s || ' seconds'),
        'tool_' || ((i / 5) * 7919 % 8), mode, variant,
        'f' || (CASE WHEN is_repeat THEN i - 1 ELSE i END),
@@ -88,7 +88,7 @@ MARKS = """
 WITH RECURSIVE n(s) AS (SELECT :first UNION ALL SELECT s + 1 FROM n WHERE s + 1 < :last),
 m AS (SELECT s, (s * 40 * 30.0 * 86400 / :span_calls) AS offset_s FROM n)
 INSERT INTO marks (id, session_id, seq, ts, kind, process, host, source, inserted_at)
-SELECT printf('m%035d', s * 2 + k.k), 's' || s, CASE k.k WHEN 0 THEN 81 ELSE 40 END,
+SELECT printf('m%035d', s * 2 + k.k), 's' || s, CASE k.k WHEN 0 THEN 41 + (s % 3 = 0) ELSE 21 END,
        strftime('%Y-%m-%d %H:%M:%f', '2025-03-01', '+' || offset_s || ' seconds'),
        CASE k.k WHEN 0 THEN 'end' ELSE 'user_turn' END, 'p', 'h', 'live', {inserted_at}
 FROM m, (SELECT 0 AS k UNION ALL SELECT 1) AS k

@@ -150,6 +150,10 @@ def copy_to_postgres(sqlite_path: Path, admin_url: str, name: str) -> str:
                         copy.write_row([bool(v) if c in bools and v is not None else v
                                         for c, v in zip(cols, row, strict=True)])
         con.commit()
+        # as a long-lived log is: vacuumed and analysed, so autovacuum does not start on the new rows mid-measurement
+        con.autocommit = True
+        for table in ("calls", "marks", "flag_audit"):
+            con.execute(f"VACUUM (ANALYZE) {table}")
     return url
 
 
@@ -173,7 +177,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="bare read and sync measured this many times each, alternated; the median is shown")
     parser.add_argument("--compare", type=Path, default=None,
-                        help="another checkout whose sync is measured too (for example /work/main: before)")
+                        help="another checkout whose sync is measured too, alternated with the others (before)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
     sizes = [args.calls // 4, args.calls]
@@ -186,10 +190,12 @@ def main() -> None:
             name = f"bench_sync_{n}"
             sources.append(("PostgreSQL", copy_to_postgres(path, args.pg, name), "bare-pg"))
         for label, url, bare_mode in sources:
-            bares, fulls = [], []
-            for _ in range(args.repeat):  # alternated, so a change in the machine's load hits both alike
+            bares, fulls, others = [], [], []
+            for _ in range(args.repeat):  # alternated, so a change in the machine's load hits all alike
                 bares.append(measure(bare_mode, url, work))
                 fulls.append(measure("sync", url, work, memory_limit=args.memory_limit))
+                if args.compare:
+                    others.append(measure("sync", url, work, args.compare, args.memory_limit))
             bare, full = median_run(bares), median_run(fulls)
             rate_bare, rate_sync = bare["rows"] / bare["seconds"], full["rows"] / full["seconds"]
             child = max(f["child_peak_rss_mib"] for f in fulls)
@@ -202,10 +208,11 @@ def main() -> None:
                     f"{max(b['peak_rss_mib'] for b in bares):,.0f} MiB; imports (not timed) bare "
                     f"{bare['import_seconds']:.1f} s, sync {full['import_seconds']:.1f} s")
             if args.compare:
-                before = measure("sync", url, work, args.compare, args.memory_limit)
-                line += (f"; {args.compare} sync {before['rows'] / before['seconds']:,.0f} rows/s "
-                         f"(this one {rate_sync / (before['rows'] / before['seconds']):.2f}x), peak RSS "
-                         f"{before['peak_rss_mib']:,.0f} MiB")
+                before = median_run(others)
+                line += (f"; {args.compare} sync {before['rows'] / before['seconds']:,.0f} rows/s = "
+                         f"{before['rows'] / before['seconds'] / rate_bare:4.2f}x the bare read (this one "
+                         f"{rate_sync / (before['rows'] / before['seconds']):.2f}x), CPU s "
+                         f"{before['cpu_seconds']:.1f}, peak RSS {before['peak_rss_mib']:,.0f} MiB")
             print(line, flush=True)
             lines.append(line)
             if label == "PostgreSQL":
