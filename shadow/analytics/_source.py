@@ -16,7 +16,6 @@ from sqlalchemy import (
     func,
     inspect,
     select,
-    text,
     type_coerce,
 )
 from sqlalchemy.engine import make_url
@@ -83,11 +82,6 @@ def oldest_writer(engine: Engine) -> dt.datetime | None:
 
 
 def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
-    """Rows a sync will read (for its progress and how it splits the read): all, or those inserted since ``lower``.
-
-    A whole PostgreSQL table is not counted but taken from the server's live-row statistics (kept as rows are
-    inserted), which saves a scan of the table as long as the read itself; a table without statistics is counted.
-    """
     dialect = engine.dialect.name
     stmt = select(func.count()).select_from(table)
     params: dict[str, Any] = {}
@@ -95,11 +89,6 @@ def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
         stmt = stmt.where(where_inserted(table, dialect))
         params["lower"] = lower_param(lower, dialect)
     with engine.connect() as conn:
-        if lower is None and dialect == "postgresql":
-            live = conn.execute(text("SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = to_regclass(:name)"),
-                                {"name": table.name}).scalar()
-            if live:
-                return int(live)
         return int(conn.execute(stmt, params).scalar_one())
 
 

@@ -292,36 +292,6 @@ def test_sync_reports_progress_up_to_the_row_count(tmp_path: Path) -> None:
     assert seen[0] == (0, 16) and seen[-1] == (16, 16)
 
 
-@pytest.mark.postgres
-def test_a_full_postgres_sync_takes_its_total_from_the_server_statistics_and_still_reads_every_row(
-        pg_url: str, tmp_path: Path) -> None:
-    from shadow.analytics._source import count_rows
-
-    migrate.ensure(pg_url)
-    engine = db.engine(db.normalise_url(pg_url))
-
-    def counted_after(write: list[CallRecord | MarkRecord], calls: int) -> int:
-        SqlStore(pg_url).write(write)
-        db.dispose_all()  # the writers' sessions end, which reports their inserts to the statistics
-        deadline = time.monotonic() + 20
-        while (found := count_rows(engine, tables.calls, None)) != calls and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return found
-
-    assert counted_after(session_rows("s", 10), 30) == 30
-    with engine.connect() as conn:  # statistics that lag the table: reset, then only the next 15 calls counted
-        conn.execute(text("SELECT pg_stat_reset()"))
-    assert counted_after(session_rows("late", 5), 15) == 15  # the statistic, not a scan of the 45 calls
-    seen: list[tuple[int, int]] = []
-    with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        result = wh.sync(pg_url, progress=lambda done, total: seen.append((done, total)))
-    assert (result.calls_read, result.marks_read) == (45, 15)
-    assert all(done <= total for done, total in seen) and seen[-1] == (60, 60)
-    with engine.connect() as conn:  # no statistic at all: counted
-        conn.execute(text("SELECT pg_stat_reset()"))
-    assert count_rows(engine, tables.calls, None) == 45
-
-
 def test_parquet_export_is_day_partitioned_and_reports_the_same(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/s.db"
     store = SqlStore(url)
