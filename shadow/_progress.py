@@ -39,9 +39,12 @@ class LineProgress:
         self._last = time.monotonic()
         self._say(f"{label}: 0/{total:,}")
 
-    def update(self, n: int = 1) -> None:
-        """``n`` more items of the counted step are done."""
+    def update(self, n: int = 1, *, total: int | None = None) -> None:
+        """``n`` more items of the counted step are done; ``total``, when given, is the step's total from now on
+        (it grows when items arrive during the step)."""
         self._done += n
+        if total is not None:
+            self._total = total
         now = time.monotonic()
         if now - self._last >= self._every or self._done >= self._total:
             self._last = now

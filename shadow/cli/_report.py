@@ -98,9 +98,10 @@ def _progress(label: str) -> Iterator[Progress]:
                 lines = LineProgress(sys.stderr)
                 lines.count(label, total)
         if bar is not None:
+            bar.length = total  # rows committed after the count grow the total: the bar never passes 100%
             bar.update(done - shown)
         elif lines is not None:
-            lines.update(done - shown)
+            lines.update(done - shown, total=total)
         shown = done
 
     try:

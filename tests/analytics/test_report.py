@@ -8,6 +8,7 @@ import io
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -371,6 +372,28 @@ def test_cli_sync_rebuild_and_export(cli_env: Path) -> None:
     assert refused.exit_code == 2 and "--overwrite" in refused.output
     (cli_env / "file.txt").write_text("x")
     assert "is a file" in runner.invoke(app, ["export", "parquet", str(cli_env / "file.txt")]).output
+
+
+def test_piped_progress_follows_rows_that_arrive_during_the_sync_and_ends_at_100_percent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.analytics import _sync
+
+    url = f"sqlite:///{tmp_path}/calls.db"
+    store = SqlStore(url)
+    store.write([_call(f"s{i // 10}", i % 10 + 1, T0, "search", "q", "ok", "legacy") for i in range(25_000)])
+    planned = _sync.plan
+
+    def plan_then_more_rows(*args: Any, **kwargs: Any) -> _sync.Plan:
+        found = planned(*args, **kwargs)  # 25,000 rows counted, 30,000 read
+        store.write([_call(f"late{i // 10}", i % 10 + 1, T0, "search", "q", "ok", "legacy") for i in range(5_000)])
+        return found
+
+    monkeypatch.setattr(_sync, "plan", plan_then_more_rows)
+    result = CliRunner().invoke(app, ["sync", "--db-url", url, "--warehouse", str(tmp_path / "w.duckdb")])
+    assert result.exit_code == 0, result.output
+    shares = [int(m) for m in re.findall(r"\((\d+)%\)", result.stderr)]
+    assert shares and max(shares) == 100, result.stderr
+    assert "30,000/30,000 (100%)" in result.stderr
 
 
 def test_every_command_help_has_an_example() -> None:
