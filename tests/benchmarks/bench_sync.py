@@ -59,6 +59,8 @@ from shadow.calllog import _tables as tables
 if mode == "sync":
     from shadow.analytics import _sync
     from shadow.analytics._warehouse import Warehouse
+    if url.startswith("postgresql"):  # the drivers the sync loads on first use, as the bare read imports its own
+        import adbc_driver_manager, adbc_driver_postgresql, psycopg
 elif mode == "bare-sqlite":
     import adbc_driver_sqlite.dbapi as adbc
 else:
