@@ -136,7 +136,7 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
     import pyarrow as pa
 
     con.execute(f'DROP TABLE IF EXISTS "{target}"')
-    con.execute(ddl(table, target))
+    con.execute(ddl(table, target, storage=True))
     con.execute("SET preserve_insertion_order = false")  # lets DuckDB write the stream's row groups in parallel
     try:
         with stream as reader:

@@ -556,3 +556,32 @@ def test_progress_never_passes_the_total_when_rows_arrive_during_the_sync(
     assert (result.calls_read, result.marks_read) == (30, 10)
     assert all(done <= total for done, total in seen)
     assert seen[-1] == (40, 40)
+
+
+def test_a_sync_stores_ids_and_fingerprints_uncompressed_and_the_rest_compressed(store_url: str,
+                                                                                  tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 400))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url, rebuild=True)
+        SqlStore(store_url).write(session_rows("t", 10))
+        assert wh.sync(store_url).calls_added == 30
+        storage = dict(wh.con.execute(
+            "SELECT column_name, string_agg(DISTINCT compression, ',') FROM pragma_storage_info('calls') "
+            "WHERE segment_type = 'VARCHAR' GROUP BY ALL").fetchall())
+        assert storage["id"] == storage["fingerprint"] == "Uncompressed"
+        assert storage["session_id"] != "Uncompressed" and storage["tool"] != "Uncompressed"
+        assert wh.con.execute("SELECT count(DISTINCT id), count(*) FROM calls").fetchall() == [(1230, 1230)]
+
+
+def test_a_warehouse_built_before_the_storage_choice_syncs_on_without_a_rebuild(store_url: str,
+                                                                               tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 5))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(store_url, rebuild=True)
+        wh.con.execute("CREATE TABLE old_calls AS SELECT * FROM calls")  # compression left to DuckDB, as before
+        wh.con.execute("DROP TABLE calls")
+        wh.con.execute("ALTER TABLE old_calls RENAME TO calls")
+        SqlStore(store_url).write(session_rows("t", 5))
+        result = wh.sync(store_url)
+        assert not result.rebuilt and result.calls_added == 15
+        assert wh.con.execute("SELECT count(*) FROM calls").fetchall() == [(30,)]
