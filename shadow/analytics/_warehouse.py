@@ -64,6 +64,7 @@ class Warehouse:
         if _is_sqlite(target):  # DuckDB would try to download its SQLite extension to open it
             raise WarehouseError(f"{target} is a SQLite database (a call log?), not a DuckDB warehouse; give the "
                                  f"warehouse a file of its own, for example {target.with_suffix('.duckdb')}")
+        existed = target.exists()
         try:
             con = duckdb.connect(str(target), read_only=read_only)
         except duckdb.IOException as exc:
@@ -77,7 +78,14 @@ class Warehouse:
         except duckdb.Error as exc:
             raise WarehouseError(f"{target} is not a DuckDB warehouse ({type(exc).__name__}); choose another "
                                  "path or delete the file") from None
-        _configure(con, memory_limit)
+        try:
+            _configure(con, memory_limit)
+        except ValueError:  # a limit DuckDB refuses leaves no new file behind
+            con.close()
+            if not existed:
+                for made in (target, target.with_name(f"{target.name}.wal")):
+                    made.unlink(missing_ok=True)
+            raise
         return cls(con, target, memory_limit)
 
     @classmethod
@@ -242,12 +250,6 @@ def _check_memory_limit(text: str) -> None:
             found[2][0].lower()] < _MIN_MEMORY:
         raise ValueError(f"the memory limit {text!r} is not a size of at least 128MB; give one such as 512MB, 4GB or "
                          "2GiB (units KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
-    with duckdb.connect() as scratch:  # DuckDB's own range check, before any file is made
-        try:
-            scratch.execute("SET memory_limit = $limit", {"limit": text})
-        except duckdb.Error as exc:
-            raise ValueError(f"the memory limit {text!r} is refused by DuckDB ({str(exc).splitlines()[0]}); give a "
-                             "size such as 512MB or 4GB") from None
 
 
 def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
@@ -256,7 +258,11 @@ def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
     # the setting, and draws no bar there either.)
     with contextlib.suppress(duckdb.InvalidInputException):
         con.execute("SET enable_progress_bar = false")
-    con.execute("SET memory_limit = $limit", {"limit": memory_limit})
+    try:  # DuckDB's own range check (a size too large for it)
+        con.execute("SET memory_limit = $limit", {"limit": memory_limit})
+    except duckdb.Error as exc:
+        raise ValueError(f"the memory limit {memory_limit!r} is refused by DuckDB ({str(exc).splitlines()[0]}); "
+                         "give a size such as 512MB or 4GB") from None
 
 
 def sync(url: str | None = None, warehouse: str | Path | None = None, *, rebuild: bool = False,
