@@ -151,10 +151,26 @@ def postgres_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows
 
 
 @contextlib.contextmanager
-def open_reads(url: str, engine: Engine, reads: Sequence[Read]) -> Iterator[NextRead]:
+def connecting(url: str) -> Iterator[Callable[[], Any] | None]:
+    """For a PostgreSQL ``url``, its ADBC database opened in the background from now on (``open_reads`` takes it)."""
+    try:
+        postgres = make_url(db.normalise_url(url)).get_backend_name() == "postgresql"
+    except Exception:  # a malformed URL: the sync's plan says what is wrong with it
+        postgres = False
+    if not postgres:
+        yield None
+        return
+    with _postgres_read.opening(url) as database:
+        yield database
+
+
+@contextlib.contextmanager
+def open_reads(url: str, engine: Engine, reads: Sequence[Read],
+               database: Callable[[], Any] | None = None) -> Iterator[NextRead]:
     """The tables of ``reads``, in that order: each call of the yielded ``next_read`` opens the next one.
 
     Every stream is read a few batches ahead by threads while DuckDB writes; errors of a reader surface from it.
+    ``database`` gives the PostgreSQL database ``connecting`` opened (else it is opened here).
     """
     parsed = make_url(db.normalise_url(url))
     dialect = parsed.get_backend_name()
@@ -179,7 +195,7 @@ def open_reads(url: str, engine: Engine, reads: Sequence[Read]) -> Iterator[Next
                         yield _renamed(r.table, [raw], advance)
 
         elif dialect == "postgresql":
-            handle = stack.enter_context(_postgres_read.database(url))
+            handle = database() if database is not None else stack.enter_context(_postgres_read.database(url))
 
             @contextlib.contextmanager
             def next_read(advance: Callable[[int], None]) -> Iterator[pa.RecordBatchReader]:

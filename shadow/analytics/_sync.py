@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 from sqlalchemy import Engine, Table
@@ -105,7 +105,8 @@ def plan(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta)
                 oldest_writer=writer, totals=totals, margin=margin)
 
 
-def stage(wh: Warehouse, p: Plan, progress: Progress | None) -> dict[str, int]:
+def stage(wh: Warehouse, p: Plan, progress: Progress | None,
+          database: Callable[[], Any] | None = None) -> dict[str, int]:
     """Stream every table's new rows into a staging table, one Arrow stream per table; rows read per table.
 
     DuckDB scans the stream in one statement and writes row groups to disk as they fill, so memory stays flat in
@@ -124,7 +125,7 @@ def stage(wh: Warehouse, p: Plan, progress: Progress | None) -> dict[str, int]:
 
     read: dict[str, int] = {}
     reads = [_arrow.Read(t, p.bounds.get(t.name), p.totals.get(t.name, 0)) for t in (*LOG_TABLES, *SMALL_TABLES)]
-    with _arrow.open_reads(p.url, p.engine, reads) as next_read:
+    with _arrow.open_reads(p.url, p.engine, reads, database) as next_read:
         for table in (*LOG_TABLES, *SMALL_TABLES):
             step: Callable[[int], None] = advance if table in LOG_TABLES else (lambda _n: None)
             read[table.name] = _load(wh.con, table, _stage_name(table), next_read(step))
@@ -270,27 +271,29 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
     # Tables written by this sync go straight to the file, not through the WAL: closing the warehouse then has no WAL
     # to replay (half a second for a quarter of a million calls' follow-ups).
     wh.con.execute("SET auto_checkpoint_skip_wal_threshold = 0")
-    p = plan(wh, url, rebuild=rebuild, margin=margin)
-    if p.full:
-        # DuckDB's parallel insert leaves a part-filled row group per thread; merging them at the checkpoint rewrites
-        # whole row groups (0.4 s of a quarter-million-call sync) to save a few thousand rows' worth of space.
-        wh.con.execute("SET max_vacuum_tasks = 0")
-    try:
+    url = url or settings().db_url
+    with _arrow.connecting(url) as database:  # PostgreSQL: the reader's set-up runs while the sync plans
+        p = plan(wh, url, rebuild=rebuild, margin=margin)
+        if p.full:
+            # DuckDB's parallel insert leaves a part-filled row group per thread; merging them at the checkpoint
+            # rewrites whole row groups (0.4 s of a quarter-million-call sync) to save a few thousand rows' space.
+            wh.con.execute("SET max_vacuum_tasks = 0")
         try:
-            read = stage(wh, p, progress)
-            added, recomputed = publish(wh, p, read)
-        except duckdb.OutOfMemoryException as exc:
-            raise WarehouseError(f"DuckDB ran out of memory within the warehouse's limit of {wh.memory_limit} "
-                                 f"({str(exc).splitlines()[0][:200]}); the warehouse is unchanged. Give the sync "
-                                 "more: shadow sync --memory-limit 4GB") from None
+            try:
+                read = stage(wh, p, progress, database)
+                added, recomputed = publish(wh, p, read)
+            except duckdb.OutOfMemoryException as exc:
+                raise WarehouseError(f"DuckDB ran out of memory within the warehouse's limit of {wh.memory_limit} "
+                                     f"({str(exc).splitlines()[0][:200]}); the warehouse is unchanged. Give the "
+                                     "sync more: shadow sync --memory-limit 4GB") from None
+            finally:
+                drop_stages(wh)
+            # The derived tables, written to the WAL, go to the file now, so closing is quick; another connection's
+            # open transaction defers that to a later checkpoint (at the latest, closing).
+            with contextlib.suppress(duckdb.TransactionException):
+                wh.con.execute("CHECKPOINT")
         finally:
-            drop_stages(wh)
-        # The derived tables, written to the WAL, go to the file now, so closing is quick; another connection's open
-        # transaction defers that to a later checkpoint (at the latest, closing).
-        with contextlib.suppress(duckdb.TransactionException):
-            wh.con.execute("CHECKPOINT")
-    finally:
-        wh.con.execute("RESET max_vacuum_tasks")
+            wh.con.execute("RESET max_vacuum_tasks")
     return SyncResult(
         warehouse=wh.path, source=p.source, rebuilt=p.full,
         calls_read=read[tables.calls.name], calls_added=added[tables.calls.name],

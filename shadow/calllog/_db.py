@@ -170,14 +170,19 @@ def create(url: str, **kwargs: Any) -> Engine:
             cursor.close()
 
         return engine
-    connect_args: dict[str, Any] = {}
-    if url.startswith("postgresql"):
-        # An unreachable or vanished host must fail, not hang the writer (statement timeouts: SqlStore.write).
-        for key, value in (("connect_timeout", 5), ("keepalives", 1), ("keepalives_idle", 10),
-                           ("keepalives_interval", 5), ("keepalives_count", 3), ("tcp_user_timeout", 15000)):
-            if f"{key}=" not in url:
-                connect_args[key] = value
+    connect_args: dict[str, Any] = libpq_timeouts(url) if url.startswith("postgresql") else {}
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+
+
+def libpq_timeouts(url: str) -> dict[str, int]:
+    """The libpq parameters that make an unreachable or vanished PostgreSQL host fail, not hang (``url``'s own win).
+
+    Statement timeouts are the writer's (``SqlStore.write``); a sync's reads may take as long as they need.
+    """
+    return {key: value for key, value in (("connect_timeout", 5), ("keepalives", 1), ("keepalives_idle", 10),
+                                          ("keepalives_interval", 5), ("keepalives_count", 3),
+                                          ("tcp_user_timeout", 15000))
+            if f"{key}=" not in url}
 
 
 def preload(url: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -304,3 +305,39 @@ def test_a_call_log_file_that_is_not_a_sqlite_database_gets_advice_about_the_fil
     assert done.returncode == ExitCode.UNAVAILABLE, done.stderr
     assert "is not a database" in done.stderr and "an intact SQLite database" in done.stderr
     assert "running" not in done.stderr
+
+
+def test_sync_from_a_server_that_accepts_but_never_answers_exits_unavailable_in_seconds(tmp_path: Path) -> None:
+    # A stalled host (a half-dead proxy, a frozen VM): the sync's plan and its reader, opened side by side, both
+    # give up after libpq's connect_timeout instead of waiting on the socket for ever.
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(listener.accept()[0])  # and never a byte back
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        started = time.monotonic()
+        port = listener.getsockname()[1]
+        done = _shadow("sync", "--db-url", f"postgresql+psycopg://postgres@127.0.0.1:{port}/shadow", cwd=tmp_path)
+        assert done.returncode == ExitCode.UNAVAILABLE, done.stderr
+        assert "timeout" in done.stderr.lower() and "Traceback" not in done.stderr
+        assert time.monotonic() - started < 30
+        assert len(held) >= 2  # the plan's connection and the reader's
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
