@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import sqlite3
@@ -585,3 +586,24 @@ def test_a_warehouse_built_before_the_storage_choice_syncs_on_without_a_rebuild(
         result = wh.sync(store_url)
         assert not result.rebuilt and result.calls_added == 15
         assert wh.con.execute("SELECT count(*) FROM calls").fetchall() == [(30,)]
+
+
+def _child_imports(pythonpath: str | None = None) -> dict[str, bool]:
+    code = ("import json, sys; from shadow.analytics._sqlite_child import _import_pyarrow; _import_pyarrow(); "
+            "print(json.dumps({'pyarrow': 'pyarrow' in sys.modules, "
+            "'numpy': sys.modules.get('numpy') is not None}))")
+    path = os.pathsep.join(filter(None, [pythonpath, str(Path(__file__).resolve().parents[2])]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ, "PYTHONPATH": path})
+    result: dict[str, bool] = json.loads(done.stdout)
+    return result
+
+
+def test_the_sqlite_reader_process_starts_without_numpy_which_pyarrow_does_not_need() -> None:
+    assert _child_imports() == {"pyarrow": True, "numpy": False}
+
+
+def test_the_sqlite_reader_process_imports_numpy_after_all_for_a_pyarrow_that_needs_it(tmp_path: Path) -> None:
+    (tmp_path / "pyarrow").mkdir()
+    (tmp_path / "pyarrow" / "__init__.py").write_text("import numpy\n")  # as pyarrow before 16 did
+    assert _child_imports(str(tmp_path)) == {"pyarrow": True, "numpy": True}
