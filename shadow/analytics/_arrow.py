@@ -95,7 +95,11 @@ def sqlite_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows: 
         return [sqlite_query(table, lower)]
     try:
         with engine.connect() as conn:
-            low, high = conn.execute(text(f"SELECT min(rowid), max(rowid) FROM {_quote(table.name)}")).one()
+            # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends, but scans
+            # the whole table for both in one SELECT (50 ms on a quarter of a million calls)
+            name = _quote(table.name)
+            low, high = conn.execute(text(f"SELECT (SELECT min(rowid) FROM {name}), (SELECT max(rowid) FROM {name})")
+                                     ).one()
     except SQLAlchemyError as exc:  # a damaged file, say
         raise SourceError(f"reading {table.name} from the call log failed: {reason(exc)}") from None
     if low is None:
