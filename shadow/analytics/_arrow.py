@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import os
 import queue
+import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -154,28 +155,57 @@ def postgres_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows
     return [postgres_query(table, lower, b) for b in bounds]
 
 
+@dataclass(slots=True)
+class Early:
+    """What a sync starts before it plans, to overlap with the planning: PostgreSQL's ADBC database opening in a
+    thread, or the SQLite reader process importing its modules (for a full sync of a large file)."""
+
+    database: Callable[[], Any] | None = None
+    child: subprocess.Popen[bytes] | None = None
+
+
+#: A SQLite file of this size or more gets its reader process before a full sync plans (a call takes more than 160
+#: bytes of a file, so it holds ``CHILD_FROM_ROWS`` rows or fewer); a started child reads whatever the count.
+EARLY_CHILD_FROM_BYTES: Final = 16 * 1024 * 1024
+
+
 @contextlib.contextmanager
-def connecting(url: str) -> Iterator[Callable[[], Any] | None]:
-    """For a PostgreSQL ``url``, its ADBC database opened in the background from now on (``open_reads`` takes it)."""
+def connecting(url: str, *, full: bool) -> Iterator[Early]:
+    """Start the reads' set-up for ``url`` now (``open_reads`` takes it); whatever is left unused is closed on leaving.
+
+    ``full``: a full sync is expected (a SQLite reader process is started early for a large file only then).
+    """
     try:
-        postgres = make_url(db.normalise_url(url)).get_backend_name() == "postgresql"
+        parsed = make_url(db.normalise_url(url))
+        dialect = parsed.get_backend_name()
     except Exception:  # a malformed URL: the sync's plan says what is wrong with it
-        postgres = False
-    if not postgres:
-        yield None
+        yield Early()
         return
-    with _postgres_read.opening(url) as database:
-        yield database
+    if dialect == "postgresql":
+        with _postgres_read.opening(url) as database:
+            yield Early(database=database)
+        return
+    path = parsed.database if dialect == "sqlite" else None
+    big = False
+    if full and path and path != ":memory:":
+        with contextlib.suppress(OSError):
+            big = os.path.getsize(path) >= EARLY_CHILD_FROM_BYTES
+    early = Early(child=_sqlite_read.spawn(path) if big and path else None)
+    try:
+        yield early
+    finally:
+        if early.child is not None:  # not taken by open_reads
+            _sqlite_read.dismiss(early.child)
 
 
 @contextlib.contextmanager
-def open_reads(url: str, engine: Engine, reads: Sequence[Read],
-               database: Callable[[], Any] | None = None) -> Iterator[NextRead]:
+def open_reads(url: str, engine: Engine, reads: Sequence[Read], early: Early | None = None) -> Iterator[NextRead]:
     """The tables of ``reads``, in that order: each call of the yielded ``next_read`` opens the next one.
 
     Every stream is read a few batches ahead by threads while DuckDB writes; errors of a reader surface from it.
-    ``database`` gives the PostgreSQL database ``connecting`` opened (else it is opened here).
+    ``early``: what ``connecting`` started (the PostgreSQL database, the SQLite reader process), taken from it here.
     """
+    early = early or Early()
     parsed = make_url(db.normalise_url(url))
     dialect = parsed.get_backend_name()
     todo = iter(reads)
@@ -185,9 +215,10 @@ def open_reads(url: str, engine: Engine, reads: Sequence[Read],
             if not path or path == ":memory:":
                 raise SourceError("an in-memory SQLite store cannot be synced; log to a file (sqlite:///shadow.db)")
             child = None
-            if sum(r.rows for r in reads) >= CHILD_FROM_ROWS:
+            started, early.child = early.child, None
+            if started is not None or sum(r.rows for r in reads) >= CHILD_FROM_ROWS:
                 child = stack.enter_context(_sqlite_read.sqlite_child(
-                    path, [sqlite_parts(engine, r.table, r.lower, r.rows) for r in reads]))
+                    path, [sqlite_parts(engine, r.table, r.lower, r.rows) for r in reads], started))
 
             @contextlib.contextmanager
             def next_read(advance: Callable[[int], None]) -> Iterator[pa.RecordBatchReader]:
@@ -199,7 +230,8 @@ def open_reads(url: str, engine: Engine, reads: Sequence[Read],
                         yield _renamed(r.table, [raw], advance)
 
         elif dialect == "postgresql":
-            handle = database() if database is not None else stack.enter_context(_postgres_read.database(url))
+            handle = (early.database() if early.database is not None
+                      else stack.enter_context(_postgres_read.database(url)))
 
             @contextlib.contextmanager
             def next_read(advance: Callable[[int], None]) -> Iterator[pa.RecordBatchReader]:

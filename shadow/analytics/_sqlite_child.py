@@ -9,6 +9,7 @@ corruption the SQLite documentation warns of). In a child process the two copies
 QUERIES: one group per output stream, groups separated by NUL characters; a group's parts (ranges of one table's
 rowids) separated by SOH characters are read by parallel threads, each on its own connection, their batches
 written to the group's one stream as they come. Each part starts with a typed seed row (an empty id), dropped here.
+No queries: the child exits at once (a sync started it early, then needed none).
 One process reads every log table of a sync (calls, marks): its start-up (Python, pyarrow, the driver) is paid once.
 """
 
@@ -90,11 +91,15 @@ def _import_pyarrow() -> None:
 
 def main(argv: list[str]) -> int:
     """Run the query groups read from stdin on the SQLite file ``argv[0]``; write one stream per group."""
-    _import_pyarrow()
+    _import_pyarrow()  # before the queries arrive: a child started early has its imports done when they come
+    import adbc_driver_manager  # noqa: F401
     import adbc_driver_sqlite
 
     path, batch_rows = argv
-    groups = [group.split("\1") for group in sys.stdin.read().split("\0")]
+    text = sys.stdin.read()
+    if not text:  # started early, then not needed
+        return 0
+    groups = [group.split("\1") for group in text.split("\0")]
     try:
         database = adbc_driver_sqlite.connect(path)
         for parts in groups:

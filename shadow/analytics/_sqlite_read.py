@@ -22,20 +22,41 @@ if TYPE_CHECKING:
 BATCH_ROWS: Final = 16_384
 
 
+def spawn(path: str) -> subprocess.Popen[bytes]:
+    """A ``_sqlite_child`` process on the SQLite file ``path``: it imports what it needs, then waits for queries."""
+    child = Path(__file__).with_name("_sqlite_child.py")
+    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ}  # should numpy be imported, no idle BLAS threads for it
+    return subprocess.Popen([sys.executable, str(child), path, str(BATCH_ROWS)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def dismiss(proc: subprocess.Popen[bytes]) -> None:
+    """End a child ``spawn`` started that was given no queries (it exits on an empty input)."""
+    with contextlib.suppress(OSError):
+        proc.stdin.close()  # type: ignore[union-attr]
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 @contextlib.contextmanager
-def sqlite_child(path: str, queries: list[list[str]]) -> Iterator[Callable[[], pa.RecordBatchReader]]:
+def sqlite_child(path: str, queries: list[list[str]],
+                 started: subprocess.Popen[bytes] | None = None) -> Iterator[Callable[[], pa.RecordBatchReader]]:
     """One child process (``_sqlite_child``) reading ``queries`` in order with ADBC, streamed back as Arrow IPC.
 
     Each item of ``queries`` is one stream: its parts (``sqlite_parts``) are read by parallel threads of the child.
     Yields ``next_stream()``: the batches of the next stream, each read to its end before the next is asked for. One
-    process serves every log table of a sync, so its start-up (Python, pyarrow, the driver) is paid once.
+    process serves every log table of a sync, so its start-up (Python, pyarrow, the driver) is paid once;
+    ``started`` is a child ``spawn`` started earlier on ``path`` (else one is started here).
     """
     import pyarrow as pa
 
-    child = Path(__file__).with_name("_sqlite_child.py")
-    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ}  # numpy (imported by pyarrow) need not start idle BLAS threads
-    proc = subprocess.Popen([sys.executable, str(child), path, str(BATCH_ROWS)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = started if started is not None else spawn(path)
     assert proc.stdin is not None
     assert proc.stdout is not None
     assert proc.stderr is not None

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import duckdb
 from sqlalchemy import Engine, Table
@@ -105,8 +105,7 @@ def plan(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta)
                 oldest_writer=writer, totals=totals, margin=margin)
 
 
-def stage(wh: Warehouse, p: Plan, progress: Progress | None,
-          database: Callable[[], Any] | None = None) -> dict[str, int]:
+def stage(wh: Warehouse, p: Plan, progress: Progress | None, early: _arrow.Early | None = None) -> dict[str, int]:
     """Stream every table's new rows into a staging table, one Arrow stream per table; rows read per table.
 
     DuckDB scans the stream in one statement and writes row groups to disk as they fill, so memory stays flat in
@@ -125,7 +124,7 @@ def stage(wh: Warehouse, p: Plan, progress: Progress | None,
 
     read: dict[str, int] = {}
     reads = [_arrow.Read(t, p.bounds.get(t.name), p.totals.get(t.name, 0)) for t in (*LOG_TABLES, *SMALL_TABLES)]
-    with _arrow.open_reads(p.url, p.engine, reads, database) as next_read:
+    with _arrow.open_reads(p.url, p.engine, reads, early) as next_read:
         for table in (*LOG_TABLES, *SMALL_TABLES):
             step: Callable[[int], None] = advance if table in LOG_TABLES else (lambda _n: None)
             read[table.name] = _load(wh.con, table, _stage_name(table), next_read(step))
@@ -272,7 +271,11 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
     # to replay (half a second for a quarter of a million calls' follow-ups).
     wh.con.execute("SET auto_checkpoint_skip_wal_threshold = 0")
     url = url or settings().db_url
-    with _arrow.connecting(url) as database:  # PostgreSQL: the reader's set-up runs while the sync plans
+    try:
+        expect_full = rebuild or not wh.is_synced()
+    except duckdb.Error:  # a damaged warehouse: the plan says so
+        expect_full = False
+    with _arrow.connecting(url, full=expect_full) as early:  # the reader's set-up runs while the sync plans
         p = plan(wh, url, rebuild=rebuild, margin=margin)
         if p.full:
             # DuckDB's parallel insert leaves a part-filled row group per thread; merging them at the checkpoint
@@ -280,7 +283,7 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
             wh.con.execute("SET max_vacuum_tasks = 0")
         try:
             try:
-                read = stage(wh, p, progress, database)
+                read = stage(wh, p, progress, early)
                 added, recomputed = publish(wh, p, read)
             except duckdb.OutOfMemoryException as exc:
                 raise WarehouseError(f"DuckDB ran out of memory within the warehouse's limit of {wh.memory_limit} "

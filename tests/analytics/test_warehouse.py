@@ -607,3 +607,48 @@ def test_the_sqlite_reader_process_imports_numpy_after_all_for_a_pyarrow_that_ne
     (tmp_path / "pyarrow").mkdir()
     (tmp_path / "pyarrow" / "__init__.py").write_text("import numpy\n")  # as pyarrow before 16 did
     assert _child_imports(str(tmp_path)) == {"pyarrow": True, "numpy": True}
+
+
+def _spawns(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    from shadow.analytics import _arrow, _sqlite_read
+
+    started: list[subprocess.Popen[bytes]] = []
+    spawn = _sqlite_read.spawn
+
+    def counted(path: str) -> subprocess.Popen[bytes]:
+        started.append(spawn(path))
+        return started[-1]
+
+    monkeypatch.setattr(_sqlite_read, "spawn", counted)
+    monkeypatch.setattr(_arrow, "EARLY_CHILD_FROM_BYTES", 0)  # every file counts as large
+    return started
+
+
+def test_a_full_sync_of_a_large_sqlite_file_reads_through_the_process_started_before_planning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path}/log.db"
+    migrate.ensure(url)
+    SqlStore(url).write(session_rows("s", 20))
+    started = _spawns(monkeypatch)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        result = wh.sync(url, rebuild=True)
+        assert (result.calls_read, result.marks_read) == (60, 20)  # a small log, read by the started process
+        assert len(started) == 1 and started[0].returncode == 0
+        SqlStore(url).write(session_rows("t", 2))
+        assert wh.sync(url).calls_added == 6  # incremental: no process started ahead
+        assert len(started) == 1
+
+
+def test_a_reader_process_started_before_a_plan_that_fails_is_ended(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = f"sqlite:///{tmp_path}/a.db", f"sqlite:///{tmp_path}/b.db"
+    for url in (first, second):
+        migrate.ensure(url)
+        SqlStore(url).write(session_rows("s", 2))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        wh.sync(first, rebuild=True)
+        wh.con.execute("DROP TABLE error_followups")  # not synced: a full sync is expected
+        started = _spawns(monkeypatch)
+        with pytest.raises(WarehouseError, match="was built from"):
+            wh.sync(second)
+        assert len(started) == 1 and started[0].returncode == 0  # told there is nothing to read, it exited
