@@ -6,8 +6,9 @@
 --         NULL means no filter.
 -- Returns (bucket, variant, errors, loops), oldest bucket first: an error falls in the bucket of its own call's
 -- time, whatever followed it. The dashboard draws the loop rate loops / errors with a Wilson 95% band.
+-- The bucket is a TIMESTAMP for every unit (DuckDB before 2.0 truncates to a DATE for 'day' and longer units).
 SELECT
-    date_trunc($unit, ts) AS bucket,
+    CAST(date_trunc($unit, ts) AS TIMESTAMP) AS bucket,
     variant,
     count(*) AS errors,
     count(*) FILTER (WHERE looped) AS loops
