@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import duckdb
 from sqlalchemy import Engine, Table
@@ -267,9 +267,30 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
         progress: Progress | None) -> SyncResult:
     """The whole sync: plan, stage, publish; staging tables are dropped whatever happens."""
     started = time.perf_counter()
-    # Tables written by this sync go straight to the file, not through the WAL: closing the warehouse then has no WAL
-    # to replay (half a second for a quarter of a million calls' follow-ups).
-    wh.con.execute("SET auto_checkpoint_skip_wal_threshold = 0")
+    # Every commit of the sync checkpoints at once, skipping the WAL: what a commit wrote is written to the file
+    # once, not to the WAL and then again by a checkpoint (a quarter of a million calls' follow-ups: 8 MB twice),
+    # and closing the warehouse has no WAL to replay.
+    applied = []
+    for name, value in _WRITE_THROUGH.items():
+        try:
+            wh.con.execute(f"SET {name} = '{value}'")
+        except duckdb.CatalogException:  # a DuckDB before 1.2 has no auto_checkpoint_skip_wal_threshold: the WAL
+            continue
+        applied.append(name)
+    try:
+        return _run(wh, url, rebuild=rebuild, margin=margin, progress=progress, started=started)
+    finally:
+        for name in applied:
+            with contextlib.suppress(duckdb.Error):  # a connection a failure closed
+                wh.con.execute(f"RESET {name}")
+
+
+#: DuckDB settings for the length of a sync: a commit that would write to the WAL checkpoints instead.
+_WRITE_THROUGH: Final = {"auto_checkpoint_skip_wal_threshold": "0", "checkpoint_threshold": "0B"}
+
+
+def _run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
+         progress: Progress | None, started: float) -> SyncResult:
     url = url or settings().db_url
     try:
         expect_full = rebuild or not wh.is_synced()
@@ -291,8 +312,8 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
                                      "sync more: shadow sync --memory-limit 4GB") from None
             finally:
                 drop_stages(wh)
-            # The derived tables, written to the WAL, go to the file now, so closing is quick; another connection's
-            # open transaction defers that to a later checkpoint (at the latest, closing).
+            # What a commit left in the WAL (another connection's open transaction holds off its checkpoint) goes to
+            # the file now, if it can; else at a later checkpoint (at the latest, closing).
             with contextlib.suppress(duckdb.TransactionException):
                 wh.con.execute("CHECKPOINT")
         finally:

@@ -485,6 +485,27 @@ def test_a_sync_returns_with_its_tables_in_the_file_not_the_wal(store_url: str, 
         wh.sync(store_url)
 
 
+_SYNC_SETTINGS = ("checkpoint_threshold", "auto_checkpoint_skip_wal_threshold", "max_vacuum_tasks",
+                  "preserve_insertion_order")
+
+
+def _settings(wh: Warehouse) -> dict[str, str]:
+    return dict(wh.con.execute("SELECT name, value FROM duckdb_settings() WHERE list_contains($names, name)",
+                               {"names": list(_SYNC_SETTINGS)}).fetchall())
+
+
+def test_a_sync_leaves_the_connections_settings_as_it_found_them_whether_it_succeeds_or_fails(
+        store_url: str, tmp_path: Path) -> None:
+    SqlStore(store_url).write(session_rows("s", 20))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        before = _settings(wh)
+        wh.sync(store_url, rebuild=True)  # every commit of it checkpoints at once; later commits do not
+        assert _settings(wh) == before
+        with pytest.raises(SourceError):
+            wh.sync(f"sqlite:///{tmp_path / 'missing' / 'shadow.db'}", rebuild=True)
+        assert _settings(wh) == before
+
+
 def test_a_reader_holding_a_transaction_open_does_not_fail_the_sync(store_url: str, tmp_path: Path) -> None:
     SqlStore(store_url).write(session_rows("s", 5))
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
