@@ -54,6 +54,27 @@ def test_a_duckdb_file_shadow_did_not_create_is_refused_and_left_untouched(tmp_p
         assert sorted(r[0] for r in con.execute("SHOW TABLES").fetchall()) == ["calls", "invoices"]
 
 
+@pytest.mark.parametrize("made", [
+    "CREATE VIEW monthly AS SELECT 42 AS total",
+    "CREATE SCHEMA archive; CREATE TABLE archive.invoices (id INTEGER)",
+], ids=["only a view", "a table in another schema"])
+def test_a_duckdb_file_holding_only_views_or_other_schemas_is_refused_too(tmp_path: Path, made: str) -> None:
+    _calls(tmp_path)
+    user = tmp_path / "billing.duckdb"
+    with duckdb.connect(str(user)) as con:
+        con.execute(made)
+        before = con.execute("SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+                             "UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views() "
+                             "WHERE NOT internal ORDER BY ALL").fetchall()
+    done = _sync(tmp_path, "--warehouse", str(user), "--rebuild")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "shadow did not create" in done.stderr and "Traceback" not in done.stderr
+    with duckdb.connect(str(user), read_only=True) as con:
+        assert con.execute("SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+                           "UNION ALL SELECT database_name, schema_name, view_name FROM duckdb_views() "
+                           "WHERE NOT internal ORDER BY ALL").fetchall() == before
+
+
 @pytest.mark.slow
 def test_a_truncated_warehouse_is_a_clear_error_and_rebuild_recovers(tmp_path: Path) -> None:
     _calls(tmp_path)
