@@ -267,6 +267,10 @@ def _configure(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
     except duckdb.Error as exc:
         raise ValueError(f"the memory limit {memory_limit!r} is refused by DuckDB ({str(exc).splitlines()[0]}); "
                          "give a size such as 512MB or 4GB") from None
+    # DuckDB before 2.0 takes a size too large for it without a word, and keeps 0 bytes
+    if con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0].startswith("0 "):
+        raise ValueError(f"the memory limit {memory_limit!r} is refused by DuckDB (value is too large); give a size "
+                         "such as 512MB or 4GB")
 
 
 def sync(url: str | None = None, warehouse: str | Path | None = None, *, rebuild: bool = False,

@@ -1,7 +1,8 @@
-"""The oldest DuckDB ``pyproject.toml`` allows runs ``shadow demo`` (sync, report, dashboard) to its end.
+"""The oldest DuckDB ``pyproject.toml`` allows runs ``shadow demo`` to its end and passes the analytics tests.
 
-DuckDB changes behaviour between releases (``date_trunc`` to a day gave a DATE before 2.0; settings the sync uses
-appeared in 1.2), so the floor is tried, not assumed: the declared version is installed beside the test's own.
+DuckDB changes behaviour between releases (``date_trunc`` to a day gave a DATE before 2.0, a memory limit too large
+was taken as 0 bytes, settings the sync uses appeared in 1.2, ``write_parquet`` learnt ``partition_by`` in 1.2), so
+the floor is tried, not assumed: the declared version is installed beside the test's own and put first on the path.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from shadow.demo._run import DASHBOARD_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 
 
 def _duckdb_floor() -> str:
@@ -30,22 +32,36 @@ def _duckdb_floor() -> str:
     raise AssertionError("no duckdb>=X requirement in pyproject.toml")
 
 
-@pytest.mark.slow
-def test_the_oldest_duckdb_the_package_allows_runs_the_demo_to_its_end(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def oldest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment whose ``import duckdb`` gives the oldest release the package allows."""
     floor = _duckdb_floor()
-    target = tmp_path / "site"
+    target = tmp_path_factory.mktemp("duckdb-floor")
+    spec = f"duckdb=={floor}.*" if floor.count(".") < 2 else f"duckdb=={floor}"
     got = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-                          f"duckdb=={floor}.*" if floor.count(".") < 2 else f"duckdb=={floor}"],
-                         capture_output=True, text=True, timeout=240, check=False)
+                          spec], capture_output=True, text=True, timeout=240, check=False)
     if got.returncode:
-        pytest.skip(f"cannot install duckdb {floor} from the package index: {got.stderr.strip()[-300:]}")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")},
-           "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
+        pytest.skip(f"cannot install {spec} from the package index: {got.stderr.strip()[-300:]}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
     version = subprocess.run([sys.executable, "-c", "import duckdb; print(duckdb.__version__)"], env=env,
                              capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     assert version.startswith(floor), version
-    done = subprocess.run([sys.executable, "-m", "shadow", "demo", "--dir", str(tmp_path / "demo"), "--sessions", "150",
+    return env
+
+
+def test_the_oldest_duckdb_the_package_allows_runs_the_demo_to_its_end(oldest: dict[str, str],
+                                                                       tmp_path: Path) -> None:
+    env = {k: v for k, v in oldest.items() if not k.startswith("SHADOW_")}
+    done = subprocess.run([sys.executable, "-m", "shadow", "demo", "--dir", str(tmp_path), "--sessions", "150",
                            "--seed", "11"], env=env, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr
-    assert (tmp_path / "demo" / DASHBOARD_FILE).stat().st_size > 0
+    assert (tmp_path / DASHBOARD_FILE).stat().st_size > 0
+
+
+def test_the_oldest_duckdb_the_package_allows_passes_the_analytics_and_dashboard_tests(
+        oldest: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/analytics",
+                           "tests/dashboard", "tests/cli/test_json_results.py", "-m", "not slow and not spark"],
+                          cwd=ROOT, env=oldest, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-4000:]
