@@ -159,9 +159,9 @@ class Warehouse:
     def set_state(self, values: dict[str, str]) -> None:
         """Record sync bookkeeping (inside the caller's transaction)."""
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR)")
-        for key, value in values.items():
-            self.con.execute(f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES ($key, $value)",
-                             {"key": key, "value": value})
+        if values:  # one statement for them all
+            self.con.execute(f"INSERT OR REPLACE INTO {STATE_TABLE} SELECT unnest($keys), unnest($values)",
+                             {"keys": list(values), "values": list(values.values())})
 
     def checked_state(self, rebuild: bool) -> dict[str, str]:
         """The sync state; a file shadow did not create is refused (whatever ``rebuild``), a damaged one is a clear
