@@ -82,7 +82,18 @@ def oldest_writer(engine: Engine) -> dt.datetime | None:
 
 
 def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
+    """The rows inserted at or after ``lower``; with no bound, the table's size as the database estimates it.
+
+    A whole-table ``count(*)`` scans the table (PostgreSQL: 40 ms of the server per million calls, before the read
+    can start), while the count only sizes the progress bar and the parallel parts of the read. The call log is
+    append-only, so SQLite's rowid span is its size; PostgreSQL's planner estimate (the rows per page of the last
+    ANALYZE times the pages now) follows a table that grew since, and a table never analysed is counted.
+    """
     dialect = engine.dialect.name
+    if lower is None:
+        found = _estimate(engine, table)
+        if found is not None:
+            return found
     stmt = select(func.count()).select_from(table)
     params: dict[str, Any] = {}
     if lower is not None:
@@ -90,6 +101,23 @@ def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
         params["lower"] = lower_param(lower, dialect)
     with engine.connect() as conn:
         return int(conn.execute(stmt, params).scalar_one())
+
+
+def _estimate(engine: Engine, table: Table) -> int | None:
+    if engine.dialect.name == "sqlite":
+        name = '"' + table.name.replace('"', '""') + '"'
+        query = f"SELECT (SELECT max(rowid) FROM {name}) - (SELECT min(rowid) FROM {name}) + 1"
+        with engine.connect() as conn:
+            return int(conn.exec_driver_sql(query).scalar() or 0)
+    if engine.dialect.name == "postgresql":
+        query = ("SELECT reltuples, relpages, pg_relation_size(oid) / current_setting('block_size')::bigint "
+                 "FROM pg_class WHERE oid = CAST(%(name)s AS regclass)")
+        with engine.connect() as conn:
+            row = conn.exec_driver_sql(query, {"name": table.name}).one()
+        tuples, pages, now = float(row[0]), int(row[1]), int(row[2])
+        if pages > 0 and tuples >= 0:  # analysed (an empty table has no pages, and is counted in no time)
+            return round(tuples / pages * now)
+    return None
 
 
 def check_source(engine: Engine, url: str, needed: Sequence[Table]) -> None:

@@ -128,6 +128,8 @@ def stage(wh: Warehouse, p: Plan, progress: Progress | None, early: _arrow.Early
         for table in (*LOG_TABLES, *SMALL_TABLES):
             step: Callable[[int], None] = advance if table in LOG_TABLES else (lambda _n: None)
             read[table.name] = _load(wh.con, table, _stage_name(table), next_read(step))
+    if progress and done != grand_total:  # the total was an estimate: the bar ends at what was read
+        progress(done, done)
     return read
 
 

@@ -580,6 +580,29 @@ def test_progress_never_passes_the_total_when_rows_arrive_during_the_sync(
     assert seen[-1] == (40, 40)
 
 
+def test_a_full_syncs_row_count_is_the_databases_estimate_and_the_progress_ends_at_what_was_read(
+        store_url: str, tmp_path: Path) -> None:
+    from shadow.analytics._source import count_rows
+
+    store = SqlStore(store_url)
+    store.write(session_rows("s", 300))  # 900 calls
+    engine = db.engine(store_url)
+    assert count_rows(engine, tables.calls, None) == 900  # SQLite's rowid span; PostgreSQL, never analysed: counted
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text("ANALYZE calls"))
+            conn.commit()
+        store.write(session_rows("t", 300))  # the table grew since its last ANALYZE
+        estimate = count_rows(engine, tables.calls, None)
+        assert 0.8 * 1800 <= estimate <= 1.25 * 1800  # the rows per page of the ANALYZE times the pages now
+    seen: list[tuple[int, int]] = []
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        result = wh.sync(store_url, progress=lambda done, total: seen.append((done, total)))
+    read = result.calls_read + result.marks_read
+    assert all(done <= total for done, total in seen)
+    assert seen[-1] == (read, read)
+
+
 def test_a_sync_stores_ids_and_fingerprints_uncompressed_and_the_rest_compressed(store_url: str,
                                                                                   tmp_path: Path) -> None:
     SqlStore(store_url).write(session_rows("s", 400))

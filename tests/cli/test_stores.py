@@ -246,7 +246,8 @@ def test_a_sqlite_file_given_as_the_warehouse_is_refused_untouched(tmp_path: Pat
     assert (tmp_path / "shadow.db").read_bytes() == before
 
 
-def test_a_call_log_with_damaged_index_pages_is_a_clear_source_error(tmp_path: Path) -> None:
+def test_a_call_log_with_damaged_index_pages_is_read_in_full_and_an_index_lookup_is_a_clear_source_error(
+        tmp_path: Path) -> None:
     import sqlite3
 
     env = {"SHADOW_DB_URL": f"sqlite:///{tmp_path}/shadow.db", "SHADOW_FLAGS": "*=shadow"}
@@ -257,14 +258,18 @@ def test_a_call_log_with_damaged_index_pages_is_a_clear_source_error(tmp_path: P
                                        "'calls'")]
     size = log.execute("PRAGMA page_size").fetchone()[0]
     log.close()
-    with (tmp_path / "shadow.db").open("r+b") as f:  # the tables' own pages stay sound: counting rows fails
+    with (tmp_path / "shadow.db").open("r+b") as f:  # the table's own pages stay sound
         for page in pages:
             f.seek(size * (page - 1))
             f.write(b"\xff" * size)
-    done = _shadow("sync", cwd=tmp_path, env=env)
-    assert done.returncode == ExitCode.UNAVAILABLE, done.stderr
-    assert "database disk image is malformed" in done.stderr and "Traceback" not in done.stderr
-    assert not (tmp_path / "shadow.duckdb").exists()
+    full = _shadow("sync", cwd=tmp_path, env=env)  # reads the table's pages, not its indexes: every call
+    assert full.returncode == 0, full.stderr
+    assert "30 new calls" in full.stdout
+    warehouse = (tmp_path / "shadow.duckdb").read_bytes()
+    again = _shadow("sync", cwd=tmp_path, env=env)  # counts the new rows through the index on inserted_at
+    assert again.returncode == ExitCode.UNAVAILABLE, again.stdout + again.stderr
+    assert "database disk image is malformed" in again.stderr and "Traceback" not in again.stderr
+    assert (tmp_path / "shadow.duckdb").read_bytes() == warehouse
 
 
 @pytest.mark.slow
