@@ -52,11 +52,11 @@ epochs AS (
         AS per_epoch
 ),
 -- A session's calls and the marks that count as events in one ordered stream, sorted once (the one window over
--- every call): for each call the next call (marks skipped: a mark's call columns are NULL, which IGNORE NULLS
--- passes over) and the next event.
+-- every call): for each call the next call (marks skipped: a mark's call columns are NULL, and so is its id taken
+-- as a call's, which IGNORE NULLS passes over; the id is not carried through the sort twice) and the next event.
 call_stream AS (
     SELECT session_id, epoch, seq, id, is_error,
-           LEAD(call_id IGNORE NULLS) OVER w AS next_call_id,
+           LEAD(CASE WHEN is_mark = 0 THEN id END IGNORE NULLS) OVER w AS next_call_id,
            LEAD(ts IGNORE NULLS) OVER w AS next_ts,
            LEAD(tool IGNORE NULLS) OVER w = tool AS next_same_tool,
            LEAD(tool IGNORE NULLS) OVER w = tool AND LEAD(fingerprint IGNORE NULLS) OVER w = fingerprint
@@ -64,11 +64,11 @@ call_stream AS (
            LEAD(is_mark) OVER w AS next_is_mark,
            LEAD(kind) OVER w AS next_kind
     FROM (
-        SELECT session_id, epoch, seq, 0 AS is_mark, id, id AS call_id, NULL AS kind, ts, tool, fingerprint,
+        SELECT session_id, epoch, seq, 0 AS is_mark, id, NULL AS kind, ts, tool, fingerprint,
                outcome = 'error' AS is_error
         FROM scoped_calls
         UNION ALL
-        SELECT session_id, epoch, seq, 1 AS is_mark, id, NULL AS call_id, kind, NULL AS ts, NULL AS tool,
+        SELECT session_id, epoch, seq, 1 AS is_mark, id, kind, NULL AS ts, NULL AS tool,
                NULL AS fingerprint, false AS is_error
         FROM scoped_marks
         WHERE kind IN ('user_turn', 'end')
