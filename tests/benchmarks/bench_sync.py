@@ -17,7 +17,8 @@ Both are timed from after their module imports (a fixed cost; printed apart); th
 a large SQLite read, imports and all, is timed as part of the sync. Each is run ``--repeat`` times, alternated, and
 the median shown, with CPU seconds (own and child processes): on a shared machine the wall-time ratio moves with the
 load, and tends to the CPU ratio when every core is busy, since the sync's parallel reader and writer then get no
-more than their share.
+more than their share. A PostgreSQL server on this machine shares those cores: its CPU seconds (all its processes,
+from the measured process's start to its exit) are printed too, the same work for the bare read and the sync.
 
 Targets: full sync >= 0.5x the bare read; peak RSS flat in the log's size (batches, not the whole log). The
 reader holds a few batches of 16,384 rows; DuckDB caches what it wrote and sorts the follow-up windows up to its
@@ -95,16 +96,45 @@ print(json.dumps({"rows": rows, "seconds": secs, "cpu_seconds": cpu() - c0, "imp
 """
 
 
+def server_cpu(url: str) -> float | None:
+    """CPU seconds so far of a PostgreSQL server on this machine (its processes in /proc); None for another host.
+
+    A backend that has exited counts through the postmaster, which reaped it (its children's times).
+    """
+    from sqlalchemy.engine import make_url
+
+    if not url.startswith("postgresql") or make_url(url).host not in (None, "", "localhost", "127.0.0.1", "::1"):
+        return None
+    total, found, tick = 0.0, False, os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # a process that just ended
+            continue
+        if stat[stat.index("(") + 1:stat.rindex(")")] != "postgres":
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        total += sum(int(f) for f in fields[11:15]) / tick  # utime, stime, cutime, cstime
+        found = True
+    return total if found else None
+
+
 def measure(mode: str, url: str, work: Path, code: Path = ROOT, memory_limit: str = "1GB") -> dict[str, float]:
     target = work / f"w-{time.monotonic_ns()}.duckdb"
     env = dict(os.environ, PYTHONPATH=str(code))
+    before = server_cpu(url)
     out = subprocess.run([sys.executable, "-c", CHILD, mode, url, str(target), memory_limit], env=env,
                          capture_output=True, text=True, check=False)
+    after = server_cpu(url)
     if out.returncode:
         raise SystemExit(f"{mode} on {url} failed:\n{out.stderr[-3000:]}")
     for p in (target, Path(f"{target}.wal")):
         p.unlink(missing_ok=True)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    if before is not None and after is not None:  # the server's share of the cores, from start-up to exit
+        result["server_cpu_seconds"] = after - before
     return result
 
 
@@ -209,6 +239,9 @@ def main() -> None:
                     f"{max(f['peak_rss_mib'] for f in fulls):,.0f} MiB{reader}, bare "
                     f"{max(b['peak_rss_mib'] for b in bares):,.0f} MiB; imports (not timed) bare "
                     f"{bare['import_seconds']:.1f} s, sync {full['import_seconds']:.1f} s")
+            if "server_cpu_seconds" in full:
+                line += (f"; the PostgreSQL server, on these cores, CPU s bare {bare['server_cpu_seconds']:.1f}, "
+                         f"sync {full['server_cpu_seconds']:.1f}")
             if args.compare:
                 before = median_run(others)
                 line += (f"; {args.compare} sync {before['rows'] / before['seconds']:,.0f} rows/s = "
