@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.analytics import _postgres_read, _sqlite_read
-from shadow.analytics._source import SourceError, display_url, lower_param, reason
+from shadow.analytics._source import SourceError, display_url, lower_param, reason, rowid_range
 from shadow.analytics._sqlite_child import SEED_ID
 from shadow.calllog import _db as db
 
@@ -95,16 +95,12 @@ def sqlite_parts(engine: Engine, table: Table, lower: dt.datetime | None, rows: 
     if parts == 1:
         return [sqlite_query(table, lower)]
     try:
-        with engine.connect() as conn:
-            # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends, but scans
-            # the whole table for both in one SELECT (50 ms on a quarter of a million calls)
-            name = _quote(table.name)
-            low, high = conn.execute(text(f"SELECT (SELECT min(rowid) FROM {name}), (SELECT max(rowid) FROM {name})")
-                                     ).one()
+        span = rowid_range(engine, table)
     except SQLAlchemyError as exc:  # a damaged file, say
         raise SourceError(f"reading {table.name} from the call log failed: {reason(exc)}") from None
-    if low is None:
+    if span is None:
         return [sqlite_query(table, lower)]
+    low, high = span
     step = (high - low) // parts + 1
     return [sqlite_query(table, lower, (low + i * step, min(high, low + (i + 1) * step - 1))) for i in range(parts)]
 

@@ -103,12 +103,21 @@ def count_rows(engine: Engine, table: Table, lower: dt.datetime | None) -> int:
         return int(conn.execute(stmt, params).scalar_one())
 
 
+def rowid_range(engine: Engine, table: Table) -> tuple[int, int] | None:
+    """A SQLite table's lowest and highest rowid (None when it is empty)."""
+    name = '"' + table.name.replace('"', '""') + '"'
+    with engine.connect() as conn:
+        # two subqueries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends, but scans the
+        # whole table for both in one SELECT (50 ms on a quarter of a million calls)
+        low, high = conn.exec_driver_sql(f"SELECT (SELECT min(rowid) FROM {name}), (SELECT max(rowid) FROM {name})"
+                                         ).one()
+    return None if low is None else (int(low), int(high))
+
+
 def _estimate(engine: Engine, table: Table) -> int | None:
     if engine.dialect.name == "sqlite":
-        name = '"' + table.name.replace('"', '""') + '"'
-        query = f"SELECT (SELECT max(rowid) FROM {name}) - (SELECT min(rowid) FROM {name}) + 1"
-        with engine.connect() as conn:
-            return int(conn.exec_driver_sql(query).scalar() or 0)
+        span = rowid_range(engine, table)
+        return 0 if span is None else span[1] - span[0] + 1
     if engine.dialect.name == "postgresql":
         query = ("SELECT reltuples, relpages, pg_relation_size(oid) / current_setting('block_size')::bigint "
                  "FROM pg_class WHERE oid = CAST(%(name)s AS regclass)")

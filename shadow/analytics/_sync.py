@@ -265,6 +265,10 @@ def _parse_ts(text: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(text) if text else None
 
 
+#: DuckDB settings for the length of a sync: a commit that would write to the WAL checkpoints instead.
+_WRITE_THROUGH: Final = {"auto_checkpoint_skip_wal_threshold": "0", "checkpoint_threshold": "0B"}
+
+
 def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
         progress: Progress | None) -> SyncResult:
     """The whole sync: plan, stage, publish; staging tables are dropped whatever happens."""
@@ -276,7 +280,7 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
     for name, value in _WRITE_THROUGH.items():
         try:
             wh.con.execute(f"SET {name} = '{value}'")
-        except duckdb.CatalogException:  # a DuckDB before 1.2 has no auto_checkpoint_skip_wal_threshold: the WAL
+        except duckdb.CatalogException:  # DuckDB 1.3 and before have no auto_checkpoint_skip_wal_threshold
             continue
         applied.append(name)
     try:
@@ -285,10 +289,6 @@ def run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
         for name in applied:
             with contextlib.suppress(duckdb.Error):  # a connection a failure closed
                 wh.con.execute(f"RESET {name}")
-
-
-#: DuckDB settings for the length of a sync: a commit that would write to the WAL checkpoints instead.
-_WRITE_THROUGH: Final = {"auto_checkpoint_skip_wal_threshold": "0", "checkpoint_threshold": "0B"}
 
 
 def _run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,

@@ -1,8 +1,8 @@
 """The oldest DuckDB ``pyproject.toml`` allows runs ``shadow demo`` to its end and passes the analytics tests.
 
 DuckDB changes behaviour between releases (``date_trunc`` to a day gave a DATE before 2.0, a memory limit too large
-was taken as 0 bytes, settings the sync uses appeared in 1.2, ``write_parquet`` learnt ``partition_by`` in 1.2), so
-the floor is tried, not assumed: the declared version is installed beside the test's own and put first on the path.
+was taken as 0 bytes, a setting the sync uses is missing up to 1.3, ``write_parquet`` learnt ``partition_by`` in
+1.2), so the floor is tried, not assumed: the declared version is installed beside the test's own, first on the path.
 """
 
 from __future__ import annotations
