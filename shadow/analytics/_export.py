@@ -29,8 +29,9 @@ def is_export(root: Path) -> bool:
 
 
 def export(con: duckdb.DuckDBPyConnection, root: Path, *, overwrite: bool = False) -> ExportResult:
-    """Write ``calls/day=YYYY-MM-DD/`` and ``marks/day=.../`` (hive layout, UTC days), ``flags.parquet`` and
-    ``flag_audit.parquet`` under ``root``. The SQL models run on it unchanged, on DuckDB and on Spark.
+    """Write ``calls/day=YYYY-MM-DD/`` and ``marks/day=.../`` (hive layout, UTC days) and one file per small table
+    (``flags.parquet``, ``flag_audit.parquet``, ``writer_stats.parquet``) under ``root``. The SQL models run on it
+    unchanged, on DuckDB and on Spark. ``overwrite`` replaces those; other files in ``root`` are left alone.
 
     Into an earlier export (and without ``overwrite``) only rows whose id the export lacks in their day partition
     are written, as new files beside the old ones; the small flag tables are rewritten whole. A daily job running
@@ -43,7 +44,7 @@ def export(con: duckdb.DuckDBPyConnection, root: Path, *, overwrite: bool = Fals
     appending = root.exists() and is_export(root) and not overwrite
     if root.exists() and any(root.iterdir()) and not appending and not overwrite:
         raise WarehouseError(f"{root} is not empty and holds no earlier export; choose an empty or new directory, "
-                             "or pass --overwrite to replace what is there")
+                             "or pass --overwrite to write the export there anyway (the other files are left alone)")
     if overwrite and root.exists():
         for table in LOG_TABLES:
             shutil.rmtree(root / table.name, ignore_errors=True)

@@ -48,8 +48,8 @@ class Warehouse:
              memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Warehouse:
         """Open (or create) the warehouse file; default ``settings().warehouse_path()`` (``SHADOW_WAREHOUSE``).
 
-        ``memory_limit`` caps DuckDB's memory (a size such as ``512MB`` or ``4GB``): a sync's peak stays near it
-        whatever the log's size, spilling to a temporary file beside the warehouse beyond it.
+        ``memory_limit`` caps DuckDB's memory (a size such as ``512MB`` or ``4GB``) whatever the log's size,
+        spilling to a temporary file beside the warehouse beyond it; the process needs up to about 200 MB more.
         """
         _check_memory_limit(memory_limit)
         target = Path(path) if path is not None else settings().warehouse_path()

@@ -206,7 +206,9 @@ def export_parquet(
     directory: Annotated[Path, typer.Argument(
         help="Directory to write: new, empty, or an earlier export (then only new rows are appended).",
         file_okay=False)],
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace what the directory holds.")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace the export the directory holds, or write one beside other files (those are "
+                            "left alone).")] = False,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Export the warehouse as it is.")] = False,
     db_url: DbUrlOption = None,
     warehouse: WarehouseOption = None,
@@ -214,14 +216,16 @@ def export_parquet(
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
-    """Write the call log as day-partitioned Parquet (hive layout: calls/day=YYYY-MM-DD/...).
+    """Write the warehouse's call log, synced first (unless --no-sync), as day-partitioned Parquet (calls/day=...).
 
     Into an earlier export only what is new (by day partition and id) is appended: a daily job keeps a lake current.
+    Marks go to marks/day=..., the flag tables and writer counters beside them, one file each (rewritten each time).
+
     With --format json: the directory, the calls and marks written, the Parquet files it holds, whether it appended.
 
     \b
-    Example: shadow export parquet ./callog-parquet
-    Example: shadow export parquet ./callog-parquet --format json
+    Example: shadow export parquet ./calllog-parquet
+    Example: shadow export parquet ./calllog-parquet --format json
     """
     where = stores(db_url, db_alias, warehouse, memory_limit)
     open_for_reading(where, no_sync=no_sync)
