@@ -66,6 +66,8 @@ def attributes(record: CallRecord, *, arguments: bool = False, payloads: bool = 
                 "shadow.next_action": record.next_action, "shadow.retry_after_ms": record.retry_after_ms,
                 "shadow.error_field": record.error_field, "shadow.rule": record.rule}
     out.update({k: v for k, v in optional.items() if v is not None})
+    if record.arg_hashes is not None:  # hashes, not values: what repair analysis compares, safe to send
+        out["shadow.arg_hashes"] = json.dumps(record.arg_hashes)
     if record.outcome == "error":
         out["error.type"] = record.code or "error"
     if arguments and record.args is not None:

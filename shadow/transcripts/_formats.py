@@ -47,6 +47,9 @@ class Call:
     call_id: str | None = None
     arguments_recorded: bool = True
     variant: str | None = None  # the arm the call was served in, when the source says (else the import's)
+    #: What shadow itself recorded of the call (a span its OTLP store exported: ``shadow.code``, ``fingerprint``,
+    #: ...), kept as recorded instead of derived again from the result; None for any other source.
+    recorded: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from shadow.transcripts._formats import (
     unreadable,
 )
 from shadow.transcripts._otel import parse_otel
+from shadow.transcripts._recorded import as_recorded
 
 #: Record ids are uuid5 of (session, sequence, kind) in this namespace: importing a file again adds nothing.
 NAMESPACE: Final = uuid.UUID("6f1d3c52-7a0e-5b8e-9a43-2f3d0c9e5a11")
@@ -243,6 +244,8 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
                               started_ns=started, latency_ns=event.latency_us * 1000, args=(),
                               kwargs=event.arguments, value=_legacy(event), outcome=outcome)
         record = pending.build()
+        if event.recorded is not None:  # a span shadow exported: its own fields, not derived again
+            record = as_recorded(record, event.recorded)
         summary.calls += 1
         summary.errors += record.outcome == "error"
         summary.unrecorded_arguments += not event.arguments_recorded

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from shadow.transcripts._formats import Call, Conversation, Mark, Parsed, Problem, documents, parse_arguments, when
+from shadow.transcripts._recorded import recorded_fields
 
 TOOL_NAME: Final = "gen_ai.tool.name"
 CALL_ID: Final = "gen_ai.tool.call.id"
@@ -183,7 +184,7 @@ def _call(span: Span) -> Call | Problem:
     return Call(tool.strip()[:200], arguments, result, True if error else None, span.where,
                 dt.datetime.fromtimestamp(span.start_ns / 1e9, dt.UTC), (span.end_ns - span.start_ns) // 1000,
                 str(call_id) if call_id is not None else span.span_id, recorded,
-                variant if variant in ("legacy", "structured") else None)
+                variant if variant in ("legacy", "structured") else None, recorded_fields(span.attributes))
 
 
 def _is_mark(span: Span) -> bool:

@@ -139,13 +139,37 @@ def _arms(db: Path, tmp: Path, name: str) -> dict[str, tuple[int, int, int]]:
         return {v.variant: (v.calls, v.errors, v.loops) for v in report.variants}
 
 
-def test_records_round_trip_through_an_otlp_receiver_and_shadow_import(receiver: Receiver, tmp_path: Path) -> None:
+_RECORDED = ("session_id", "tool", "mode", "variant", "outcome", "code", "retryable", "next_action", "retry_after_ms",
+             "error_field", "rule", "unmapped", "schema_valid", "fingerprint", "arg_hashes")
+
+
+def _calls(db: Path) -> list[tuple[Any, ...]]:
+    """What the analytics read of each call, in session order."""
+    con = sqlite3.connect(db)
+    return con.execute(f"SELECT {', '.join(_RECORDED)} FROM calls ORDER BY session_id, ts, seq").fetchall()
+
+
+def _followups(db: Path, tmp: Path, name: str) -> list[tuple[Any, ...]]:
+    """What followed each error, as the loop-rate models compute it (the flag table and writer counters, which
+    spans do not carry, left aside)."""
+    with Warehouse.open(tmp / f"{name}-followups.duckdb") as wh:
+        wh.sync(f"sqlite:///{db}", rebuild=True)
+        return wh.con.execute(
+            "SELECT session_id, tool, mode, variant, code, retryable, unmapped, follow_up, looped, back_to_back, "
+            "loop_length, justified_retry, waited_retry_after, repair_field, repair_field_changed "
+            "FROM error_followups ORDER BY session_id, ts, seq").fetchall()
+
+
+@pytest.mark.parametrize("options", ["", "?arguments=1&payloads=1"], ids=["defaults", "arguments-and-payloads"])
+def test_records_round_trip_through_an_otlp_receiver_and_shadow_import(receiver: Receiver, tmp_path: Path,
+                                                                       options: str) -> None:
+    """Imported back, the spans give the same calls, codes, loops and arms, with or without arguments exported."""
     from shadow.demo._run import run_demo
 
     run_demo(tmp_path / "demo", sessions=60, seed=3, dashboard=False)
     source = tmp_path / "demo" / "shadow.db"
     records = _records(source)
-    store = OtlpStore.from_url(receiver.url + "?arguments=1", schedule_delay_millis=50)
+    store = OtlpStore.from_url(receiver.url + options, schedule_delay_millis=50)
     for start in range(0, len(records), 200):  # the writer's batches
         store.write(records[start:start + 200])
     assert store.flush(30)
@@ -158,8 +182,10 @@ def test_records_round_trip_through_an_otlp_receiver_and_shadow_import(receiver:
     keys = {a["key"] for a in first["attributes"]}
     assert {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.conversation.id",
             "error.type", "shadow.mode", "shadow.variant", "shadow.code", "shadow.fingerprint",
-            "shadow.unmapped", "shadow.next_action", "gen_ai.tool.call.arguments"} <= keys
-    assert "gen_ai.tool.call.result" not in keys  # payloads only when opted in
+            "shadow.unmapped", "shadow.next_action"} <= keys
+    # arguments and payloads only when opted in
+    assert ("gen_ai.tool.call.arguments" in keys) is bool(options)
+    assert ("gen_ai.tool.call.result" in keys) is bool(options)
     assert first["status"]["code"] == "STATUS_CODE_ERROR"
     # every mark is an event: on the span of the call before it, or (first in a batch) on a shadow.mark span
     assert sum(len(s.get("events", [])) for s in spans) == sum(isinstance(r, MarkRecord) for r in records)
@@ -170,6 +196,8 @@ def test_records_round_trip_through_an_otlp_receiver_and_shadow_import(receiver:
     result = CliRunner().invoke(app, ["import", "--format", "otel", str(export), "--db-url", f"sqlite:///{imported}"])
     assert result.exit_code == 0, result.output
     assert _arms(imported, tmp_path, "imported") == _arms(source, tmp_path, "source")
+    assert _calls(imported) == _calls(source)
+    assert _followups(imported, tmp_path, "imported") == _followups(source, tmp_path, "source")
     con = sqlite3.connect(imported)
     assert con.execute("SELECT count(*) FROM marks").fetchone()[0] == sqlite3.connect(source).execute(
         "SELECT count(*) FROM marks WHERE kind IN ('user_turn', 'end')").fetchone()[0]
