@@ -12,9 +12,11 @@ Arguments (``gen_ai.tool.call.arguments``) and payloads (``gen_ai.tool.call.resu
 exactly as the database stores them. A mark (user turn, end) becomes an event on the span of the call before it
 in the same batch, else a zero-length ``shadow.mark`` span of its own.
 
-When the application already traces the tool call (a recording span is current where the tool is called), the
-same attributes go on that span instead of a new one: ``OtlpStore`` turns on ``annotate_spans()``, the adapter
-then hands each call to ``annotate_pending``, and the store exports no span of its own for an ``AnnotatedCall``.
+When the application already traces the tool call (a recording span for it, ``execute_tool`` by the GenAI
+conventions or one naming the tool, is current where the tool is called), the same attributes go on that span
+instead of a new one, once per span (a request span around several calls is left alone): ``OtlpStore`` turns on
+``annotate_spans()``, the adapter then hands each call to ``annotate_pending``, and the store exports no span of its
+own for an ``AnnotatedCall``.
 Off (the default, and with any other store unless ``annotate_spans()`` is called), the adapter reads one global.
 """
 
@@ -83,10 +85,32 @@ def attributes(record: CallRecord, *, arguments: bool = False, payloads: bool = 
     return out
 
 
-def annotate_current_span(record: CallRecord, *, arguments: bool = False, payloads: bool = False) -> bool:
-    """Put the record's attributes on the application's active span, if one is recording; True when it did.
+#: Marks of a span made for one tool call: the GenAI conventions' operation, OpenInference's span kind, or a tool name.
+_TOOL_SPAN_NAME: Final = "execute_tool"
+_claim_lock = threading.Lock()
 
-    Cheap when OpenTelemetry is not in use: it is never imported here, only looked up among loaded modules.
+
+def _tool_call_span(span: Any, tool: str | None) -> bool:
+    """Whether ``span`` is the application's span for one tool call (of ``tool``, when it names one) that no shadowed
+    call has annotated yet. A request or agent span around several calls is not: each call gets its own span."""
+    attrs = getattr(span, "attributes", None)  # the SDK's spans; a span that shows none cannot be told apart
+    if not isinstance(attrs, Mapping) or "shadow.seq" in attrs:
+        return False
+    named = attrs.get("gen_ai.tool.name")
+    if named is not None and tool is not None and named != tool:  # another tool's span: this call is nested in it
+        return False
+    return (attrs.get("gen_ai.operation.name") == _TOOL_SPAN_NAME
+            or str(getattr(span, "name", "")).startswith(_TOOL_SPAN_NAME)
+            or attrs.get("openinference.span.kind") == "TOOL" or named is not None)
+
+
+def annotate_current_span(record: CallRecord, *, arguments: bool = False, payloads: bool = False) -> bool:
+    """Put the record's attributes on the application's span for this tool call, if one is current and recording
+    (``execute_tool`` by the GenAI conventions, or a span naming the tool); True when it did.
+
+    A span annotated once is not annotated again, and any other current span (a request around several calls) is
+    left alone: the call is then exported as a span of its own. Cheap when OpenTelemetry is not in use: it is never
+    imported here, only looked up among loaded modules.
     """
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
@@ -94,7 +118,10 @@ def annotate_current_span(record: CallRecord, *, arguments: bool = False, payloa
     span = trace.get_current_span()
     if not span.is_recording():
         return False
-    span.set_attributes(attributes(record, arguments=arguments, payloads=payloads))
+    with _claim_lock:  # one call per span, even when threads share the span
+        if not _tool_call_span(span, record.tool):
+            return False
+        span.set_attributes(attributes(record, arguments=arguments, payloads=payloads))
     if record.outcome == "error":
         span.set_status(trace.Status(trace.StatusCode.ERROR, record.code or "error"))
     return True
@@ -121,7 +148,8 @@ def annotate_pending(item: Deferred, *, arguments: bool = False, payloads: bool 
     if trace is None:
         return item
     try:
-        if not trace.get_current_span().is_recording():
+        span = trace.get_current_span()
+        if not span.is_recording() or not _tool_call_span(span, None):
             return item
         record = item.build()
         if isinstance(record, CallRecord) and annotate_current_span(record, arguments=arguments, payloads=payloads):

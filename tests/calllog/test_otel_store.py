@@ -404,3 +404,59 @@ def test_annotated_calls_are_stored_by_other_stores_and_the_last_closed_otlp_sto
     assert isinstance(inside, AnnotatedCall) and not isinstance(outside, AnnotatedCall)
     assert span.attributes is not None and span.attributes["gen_ai.tool.call.id"] == inside.id
     assert isinstance(inside, CallRecord) and inside.args == {"q": "inside"}
+
+
+_REQUEST_SPAN = """
+import json, sys, shadow
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from shadow.calllog import OtlpStore
+from shadow.testing import InMemoryFlags
+
+app_spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(app_spans))
+trace.set_tracer_provider(provider)
+tracer = trace.get_tracer("app")
+store = OtlpStore.from_url(sys.argv[1], schedule_delay_millis=50)
+shadow.configure(store=store)
+
+@shadow.tool(name="lookup", flags=InMemoryFlags({"lookup": "shadow"}))
+def lookup(key: str) -> str:
+    return "Error: not found" if key == "x" else key
+
+with shadow.session("s-req"), tracer.start_as_current_span("POST /agent/run"):  # a request around several calls
+    lookup("x")
+    lookup("x")  # the same call again: a loop
+    with tracer.start_as_current_span("execute_tool lookup", attributes={"gen_ai.tool.name": "lookup"}):
+        lookup("42")
+        lookup("43")  # a second call inside the one tool span: a span of its own
+print(json.dumps([{"name": s.name, "attributes": dict(s.attributes)} for s in app_spans.get_finished_spans()]))
+"""
+
+
+def test_a_request_span_around_several_calls_is_left_alone_and_each_call_is_exported(
+        receiver: Receiver, tmp_path: Path) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")},
+           "SHADOW_SPOOL": str(tmp_path / "spool"), "SHADOW_FINGERPRINT_KEY": "test-key",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", _REQUEST_SPAN, receiver.url], env=env, capture_output=True,
+                          text=True, timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    by_name = {s["name"]: s["attributes"] for s in json.loads(done.stdout)}
+    assert not any(k.startswith(("shadow.", "gen_ai.tool.call")) for k in by_name["POST /agent/run"])
+    assert by_name["execute_tool lookup"]["shadow.seq"] == 3  # the tool's own span took its first call only
+
+    deadline = time.monotonic() + 10
+    while len(receiver.spans()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    exported = [{a["key"]: a["value"] for a in s["attributes"]} for s in receiver.spans()]
+    seqs = sorted(int(a["shadow.seq"]["intValue"]) for a in exported)
+    assert seqs == [1, 2, 4]
+    first, second = sorted((a for a in exported if a["shadow.seq"]["intValue"] in ("1", "2")),
+                           key=lambda a: a["shadow.seq"]["intValue"])
+    assert first["shadow.outcome"]["stringValue"] == "error" and second["shadow.outcome"]["stringValue"] == "error"
+    assert first["shadow.fingerprint"] == second["shadow.fingerprint"]  # the loop is there to see
