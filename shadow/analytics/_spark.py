@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -33,6 +35,38 @@ class SparkUnavailableError(WarehouseError):
     """pyspark, sqlglot or Java is missing; the message says what to install."""
 
 
+#: The oldest Java that PySpark 4 runs on.
+JAVA_FLOOR: Final = 17
+_JAVA_VERSION: Final = re.compile(r'version "(\d+)(?:\.(\d+))?')
+
+
+def _java_problem() -> str | None:
+    """What is wrong with the java PySpark would start (``$JAVA_HOME/bin/java`` when JAVA_HOME is set, as its
+    launcher picks it, else ``java`` on PATH), or None when it is Java 17 or later."""
+    java_home = os.environ.get("JAVA_HOME")
+    need = f"Java {JAVA_FLOOR} or later (a JDK or JRE on PATH, or JAVA_HOME)"
+    if java_home:
+        found: str | None = str(Path(java_home) / "bin" / "java")
+        if not Path(str(found)).is_file():
+            return (f"{need}: JAVA_HOME={java_home} has no bin/java (point it at a Java {JAVA_FLOOR}+ install, "
+                    "or unset it)")
+    else:
+        found = shutil.which("java")
+        if found is None:
+            return need
+    try:
+        done = subprocess.run([str(found), "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{need}: {found} -version failed ({type(exc).__name__})"
+    version = _JAVA_VERSION.search(done.stderr + done.stdout)
+    if version is None:
+        return f"{need}: {found} -version said no version"
+    major = int(version[2]) if version[1] == "1" and version[2] else int(version[1])  # "1.8.0" is Java 8
+    if major < JAVA_FLOOR:
+        return f"{need}: {found} is Java {major}"
+    return None
+
+
 def missing() -> list[str]:
     """What running the models on Spark still needs here (empty when nothing)."""
     import importlib.util
@@ -42,9 +76,9 @@ def missing() -> list[str]:
         out.append("pyspark (pip install 'shadow-errors[spark]')")
     if importlib.util.find_spec("sqlglot") is None:
         out.append("sqlglot (pip install 'shadow-errors[spark]')")
-    java_home = os.environ.get("JAVA_HOME")
-    if not (java_home and (Path(java_home) / "bin" / "java").exists()) and shutil.which("java") is None:
-        out.append("Java 17 or later (a JDK or JRE on PATH, or JAVA_HOME)")
+    java = _java_problem()
+    if java is not None:
+        out.append(java)
     return out
 
 
@@ -58,7 +92,12 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None) -> 
     builder = SparkSession.builder.master(master).appName("shadow-loop-rate")
     for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    try:
+        spark = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    except Exception as exc:  # the JVM did not start, or refused the master or a setting
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise SparkUnavailableError(f"Spark did not start on master {master!r} ({first[:300]}); check --spark-master "
+                                    "(local[*], spark://host:7077, yarn, ...) and --spark-conf") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -210,3 +210,20 @@ def test_without_java_the_spark_engine_says_what_is_missing(tmp_path: Path) -> N
     assert dashboard.returncode == 2, dashboard.stderr
     assert "Java 17" in dashboard.stderr
     assert not (tmp_path / "d.html").exists()
+
+
+def test_a_master_spark_cannot_start_on_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    export = tmp_path / "export"
+    for table in ("calls", "marks"):
+        (export / table).mkdir(parents=True)
+    (export / "calls" / "x.parquet").write_bytes(b"")  # never read: Spark does not start
+    out = subprocess.run([sys.executable, "-m", "shadow", "report", "loop-rate", "--engine", "spark", "--parquet",
+                          str(export), "--spark-master", "bogus://nowhere"], env=env, capture_output=True, text=True,
+                         timeout=180, check=False)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "Spark did not start on master 'bogus://nowhere'" in out.stderr
+    assert "Traceback" not in out.stderr
