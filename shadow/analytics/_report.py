@@ -283,7 +283,7 @@ def loop_rate_report(
             "bootstrap": f"session-level percentile bootstrap, {resamples} resamples, seed {seed}",
             "test": "cluster-robust Wald test of structured minus legacy loop rate, two-sided",
             "min_errors_per_arm": min_errors, "min_sessions_per_arm": min_sessions,
-            "synced_at": warehouse.state().get("synced_at"),
+            "synced_at": _synced_at(warehouse.state().get("synced_at")),
             "power": "two proportions, normal approximation, unpooled variances, times the design effect of the "
                      "legacy arm's errors clustered in sessions",
             "savings": f"randomised comparison only; tokens = bytes / {bytes_per_token:g}",
@@ -313,3 +313,8 @@ def _utc(value: dt.datetime | dt.date | None) -> dt.datetime | None:
     if value.tzinfo is not None:
         return value.astimezone(dt.UTC).replace(tzinfo=None)
     return value
+
+
+def _synced_at(text: str | None) -> str | None:
+    """The warehouse's last sync (stored as naive UTC) in the report's time format, ending in ``Z``."""
+    return iso(dt.datetime.fromisoformat(text)) if text else None

@@ -312,6 +312,8 @@ def test_parquet_export_is_day_partitioned_and_reports_the_same(tmp_path: Path) 
     assert (out / "flag_audit.parquet").exists()
     with Warehouse.from_parquet(out) as pq:
         via_parquet = loop_rate_report(pq).to_dict()
+    assert direct["methods"]["synced_at"].endswith("Z")  # UTC, as every time in the report
+    assert via_parquet["methods"]["synced_at"] is None  # an export has no sync of its own
     for d in (direct, via_parquet):
         d.pop("generated_at")
         d["methods"].pop("synced_at")
