@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from shadow.calllog._records import CallRecord
-from shadow.contract._codes import CODE_TABLE
 
 #: The span attributes (``shadow.`` + name) that make a span one of shadow's own.
 MARKERS: Final = ("variant", "fingerprint", "outcome")
@@ -82,20 +81,6 @@ def as_recorded(record: CallRecord, recorded: Mapping[str, Any]) -> CallRecord:
     for name in names:
         if name in recorded and recorded[name] is not None:
             changes[name] = _field(name, recorded[name])
-    for name in ("legacy_payload", "new_payload"):  # exported when payloads were opted in
-        if isinstance(recorded.get(name), str):
-            changes[name] = _json(name, recorded[name])
-    if "new_payload" not in changes and changes.get("outcome") == "error":
-        changes["new_payload"] = _error_payload(changes, record)
+    for name in ("legacy_payload", "new_payload"):  # exported when payloads were opted in, else not known
+        changes[name] = _json(name, recorded[name]) if recorded.get(name) is not None else None
     return dataclasses.replace(record, **changes)
-
-
-def _error_payload(fields: Mapping[str, Any], record: CallRecord) -> Any:
-    """The structured error the recorded fields describe (its message the code's own), when payloads were not sent."""
-    code = fields.get("code")
-    row = next((r for c, r in CODE_TABLE.items() if c == code), None)
-    if row is None:
-        return record.new_payload
-    return {"ok": False, "error": {"code": str(row.code), "message": row.default_message,
-                                   "retryable": bool(fields.get("retryable")),
-                                   "next_action": fields.get("next_action") or "stop", "context": None}}

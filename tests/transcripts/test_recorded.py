@@ -30,7 +30,10 @@ def test_recorded_fields_replace_the_derived_ones_and_absent_optional_fields_are
     assert (got.variant, got.fingerprint, got.code, got.next_action, got.unmapped) == (
         "structured", "ab", "not_found", "ask_user", False)
     assert got.arg_hashes == {"y": "h2"} and got.rule is None and got.retry_after_ms is None
-    assert got.new_payload["error"]["code"] == "not_found"  # type: ignore[index,call-overload]
+    assert got.new_payload is None and got.legacy_payload is None  # payloads not exported: not known, not made up
+    sent = as_recorded(_record(), {"variant": "legacy", "fingerprint": "ab", "outcome": "ok",
+                                   "legacy_payload": '"done"', "new_payload": '{"ok": true, "data": "done"}'})
+    assert (sent.legacy_payload, sent.new_payload) == ("done", {"ok": True, "data": "done"})
 
 
 @pytest.mark.parametrize(("name", "value"), [("retryable", "yes"), ("outcome", "maybe"), ("retry_after_ms", -1),
