@@ -248,7 +248,7 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
             record = as_recorded(record, event.recorded)
         summary.calls += 1
         summary.errors += record.outcome == "error"
-        summary.unrecorded_arguments += not event.arguments_recorded
+        summary.unrecorded_arguments += not event.arguments_recorded and event.recorded is None  # else: fingerprinted
         summary.synthetic_times += source == SYNTHETIC_TIME_SOURCE
         yield dataclasses.replace(record, id=record_id(sid, seq, "call"), ts=ts, process=SOURCE, source=source)
 
