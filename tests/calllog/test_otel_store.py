@@ -303,7 +303,8 @@ def test_shadow_db_url_naming_a_collector_sends_a_fresh_process_calls_as_spans(r
     assert not (tmp_path / "shadow.db").exists()  # nothing went to a database
 
 
-_APP_SPANS = """
+#: A script's start: the application's own tracing (in memory, printed at the end) and shadow's OTLP store.
+_APP_PREAMBLE = """
 import json, sys, shadow
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -320,6 +321,9 @@ tracer = trace.get_tracer("app")
 store = OtlpStore.from_url(sys.argv[1], schedule_delay_millis=50)
 shadow.configure(store=store)
 
+"""
+
+_APP_SPANS = _APP_PREAMBLE + """
 @shadow.tool(name="lookup", flags=InMemoryFlags({"lookup": "shadow"}))
 def lookup(key: str) -> dict:
     if key == "missing":
@@ -407,23 +411,7 @@ def test_annotated_calls_are_stored_by_other_stores_and_the_last_closed_otlp_sto
     assert isinstance(inside, CallRecord) and inside.args == {"q": "inside"}
 
 
-_REQUEST_SPAN = """
-import json, sys, shadow
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from shadow.calllog import OtlpStore
-from shadow.testing import InMemoryFlags
-
-app_spans = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(app_spans))
-trace.set_tracer_provider(provider)
-tracer = trace.get_tracer("app")
-store = OtlpStore.from_url(sys.argv[1], schedule_delay_millis=50)
-shadow.configure(store=store)
-
+_REQUEST_SPAN = _APP_PREAMBLE + """
 @shadow.tool(name="lookup", flags=InMemoryFlags({"lookup": "shadow"}))
 def lookup(key: str) -> str:
     return "Error: not found" if key == "x" else key
