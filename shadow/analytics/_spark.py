@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import os
 import re
 import shutil
@@ -46,25 +47,34 @@ def _java_problem() -> str | None:
     java_home = os.environ.get("JAVA_HOME")
     need = f"Java {JAVA_FLOOR} or later (a JDK or JRE on PATH, or JAVA_HOME)"
     if java_home:
-        found: str | None = str(Path(java_home) / "bin" / "java")
-        if not Path(str(found)).is_file():
+        java = Path(java_home) / "bin" / "java"
+        if not java.is_file():
             return (f"{need}: JAVA_HOME={java_home} has no bin/java (point it at a Java {JAVA_FLOOR}+ install, "
                     "or unset it)")
+        found = str(java)
     else:
-        found = shutil.which("java")
-        if found is None:
+        on_path = shutil.which("java")
+        if on_path is None:
             return need
+        found = on_path
+    major = _java_major(found)
+    if isinstance(major, str):
+        return f"{need}: {found} {major}"
+    return f"{need}: {found} is Java {major}" if major < JAVA_FLOOR else None
+
+
+@functools.lru_cache(maxsize=8)
+def _java_major(java: str) -> int | str:
+    """The major version ``java -version`` reports (asked once per executable: a JVM start is 0.1 s or more), or
+    what went wrong asking."""
     try:
-        done = subprocess.run([str(found), "-version"], capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{need}: {found} -version failed ({type(exc).__name__})"
+        return f"-version failed ({type(exc).__name__})"
     version = _JAVA_VERSION.search(done.stderr + done.stdout)
     if version is None:
-        return f"{need}: {found} -version said no version"
-    major = int(version[2]) if version[1] == "1" and version[2] else int(version[1])  # "1.8.0" is Java 8
-    if major < JAVA_FLOOR:
-        return f"{need}: {found} is Java {major}"
-    return None
+        return "-version said no version"
+    return int(version[2]) if version[1] == "1" and version[2] else int(version[1])  # "1.8.0" is Java 8
 
 
 def missing() -> list[str]:
