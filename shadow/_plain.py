@@ -19,7 +19,7 @@ import orjson
 
 from shadow import _fingerprint, _redact
 from shadow._redact import JSONValue, is_secret_key, scrub_text
-from shadow.contract._rules import _ERROR_KEYS, _STATUS_KEYS, ERROR_TEXT_PREFIX
+from shadow.contract._values import ERROR_KEYS, ERROR_TEXT_PREFIX, STATUS_KEYS
 
 #: Characters one of the credential patterns of ``_redact.scrub_text`` needs; a string without any is clean.
 _MAYBE_SECRET: Final = re.compile(r"[\s_=:]|sk-|AKIA|eyJ")
@@ -163,7 +163,7 @@ def dumps(value: object) -> str:
 
 _NAMES: dict[int, tuple[inspect.Signature, tuple[str, ...], bool, bool] | None] = {}
 #: Keys through which the default result rules can see an error in a dict (``contract._rules``).
-_ERROR_SHAPED_KEYS: Final = frozenset({"ok", "success", *_ERROR_KEYS, *_STATUS_KEYS})
+_ERROR_SHAPED_KEYS: Final = frozenset({"ok", "success", *ERROR_KEYS, *STATUS_KEYS})
 
 
 def positional_names(signature: inspect.Signature) -> tuple[tuple[str, ...], bool, bool] | None:

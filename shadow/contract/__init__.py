@@ -6,8 +6,9 @@ from shadow.contract._codes import CODE_TABLE, NEXT_ACTION_MEANINGS, Code, CodeS
 from shadow.contract._describe import describe, markdown_table
 from shadow.contract._guard import Outcome, arun_tool, guard, run_tool
 from shadow.contract._payloads import ErrorPayload, Fail, OkPayload, Payload, ToolError, ok
-from shadow.contract._rules import ExceptionRule, ResultRule, Rules, Translation, error_text, looks_like_error
+from shadow.contract._rules import ExceptionRule, ResultRule, Rules, Translation
 from shadow.contract._schema import PayloadError, is_valid, schema, schema_text, validate
+from shadow.contract._values import error_text, looks_like_error
 
 __all__ = [
     "CODE_TABLE",

@@ -14,21 +14,19 @@ from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
 from shadow.contract._phrases import PHRASES, Phrase, mask_locations
+from shadow.contract._values import (
+    ValueMatch,
+    error_text,
+    looks_like_error,
+    status_in,
+    status_of,
+    text_matches,
+)
 
 log = get_logger("shadow.rules")
 
 ExcMatch: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
-ValueMatch: TypeAlias = Callable[[Any], bool]
 Extractor: TypeAlias = Callable[[Any], Mapping[str, Any] | None]
-
-ERROR_TEXT_PREFIX = re.compile(
-    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]+ (?:error|exception)\s*:)", re.IGNORECASE)
-#: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
-STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
-_ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
-_TEXT_KEYS: Final = ("error", "message", "detail", "error_message", "errorMessage", "msg", "reason", "title")
-_STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "code")
-
 
 @dataclass(frozen=True, slots=True)
 class Translation:
@@ -219,90 +217,6 @@ def _name(match: object) -> str:
     if isinstance(match, str):
         return f"text~{match}"
     return getattr(match, "__name__", type(match).__name__)
-
-
-# ---------------------------------------------------------------- reading legacy error values
-
-
-def error_text(value: object) -> str | None:
-    """The human text of a legacy error value (a string, or the message field of a dict), if any."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, Mapping):
-        for key in _TEXT_KEYS:
-            item = value.get(key)
-            if isinstance(item, str) and item:
-                return item
-            if isinstance(item, Mapping):
-                inner = error_text(item)
-                if inner:
-                    return inner
-        errors = value.get("errors")
-        if isinstance(errors, list) and errors:
-            return error_text(errors[0])
-    return None
-
-
-def status_of(value: object) -> int | None:
-    """The HTTP-ish status a legacy value carries (``{"status": 404}``, ``{"error": {"code": 429}}``)."""
-    if not isinstance(value, Mapping):
-        return None
-    for key in _STATUS_KEYS:
-        item = value.get(key)
-        if isinstance(item, int) and not isinstance(item, bool) and 100 <= item <= 599:
-            return item
-        if isinstance(item, str) and item.isdigit() and 100 <= int(item) <= 599:
-            return int(item)
-    inner = value.get("error")
-    return status_of(inner) if isinstance(inner, Mapping) else None
-
-
-def looks_like_error(value: object) -> bool:
-    """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, 'Error: ...' text."""
-    if isinstance(value, str):
-        return bool(ERROR_TEXT_PREFIX.match(value) or STATUS_LINE.match(value))
-    if isinstance(value, Mapping):
-        if value.get("ok") is False or value.get("success") is False:
-            return True
-        if any(value.get(key) for key in _ERROR_KEYS):
-            return True
-        status = status_of(value)
-        if status is not None and status >= 400:
-            return True
-        state = value.get("status")
-        return isinstance(state, str) and state.lower() in {"error", "failed", "failure", "fail"}
-    return False
-
-
-def text_matches(pattern: str, *, plain: bool = False) -> ValueMatch:
-    """A predicate: the value is error-shaped and its error text matches ``pattern`` (case-insensitive);
-    with ``plain=True`` a plain text result that matches counts too (the pattern says what is an error)."""
-    regex = re.compile(pattern, re.IGNORECASE)
-
-    def matcher(value: object) -> bool:
-        if plain and isinstance(value, str | bytes):
-            text = error_text(value)
-        elif not looks_like_error(value):
-            return False
-        else:
-            text = error_text(value)
-        return text is not None and regex.search(text) is not None
-
-    matcher.__name__ = f"text~{pattern}"
-    return matcher
-
-
-def status_in(*statuses: int) -> ValueMatch:
-    """A predicate: the value carries one of these HTTP-ish statuses."""
-    wanted = frozenset(statuses)
-
-    def matcher(value: object) -> bool:
-        return status_of(value) in wanted
-
-    matcher.__name__ = "status=" + ",".join(map(str, sorted(wanted)))
-    return matcher
 
 
 def _status_context(value: object) -> dict[str, Any]:
