@@ -118,7 +118,7 @@ def test_shadow_mode_logs_the_structured_payload_it_would_have_served(store: InM
     assert second.seq == 2
 
 
-def test_an_error_no_rule_maps_is_logged_as_unmapped_internal_error(store: InMemoryStore) -> None:
+def test_an_error_no_rule_maps_is_logged_as_unmapped_rejected_or_internal_error(store: InMemoryStore) -> None:
     @tool(flags=InMemoryFlags({"legacy": "shadow"}))
     def legacy() -> Any:
         return {"error": "frobnication exploded"}
@@ -130,8 +130,9 @@ def test_an_error_no_rule_maps_is_logged_as_unmapped_internal_error(store: InMem
     legacy()
     with pytest.raises(ValueError):
         raiser()
-    for record in calls(store):
-        assert (record.code, record.unmapped, record.outcome) == ("internal_error", True, "error")
+    returned, raised = calls(store)
+    assert (returned.code, returned.unmapped, returned.outcome) == ("rejected", True, "error")  # the tool's words
+    assert (raised.code, raised.unmapped, raised.outcome) == ("internal_error", True, "error")  # never seen
 
 
 def test_legacy_mode_logs_nothing(store: InMemoryStore) -> None:

@@ -34,6 +34,7 @@ class Code(enum.StrEnum):
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     CANCELLED = "cancelled"
     NOT_IMPLEMENTED = "not_implemented"
+    REJECTED = "rejected"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -105,6 +106,9 @@ _ROWS: Final[tuple[CodeSpec, ...]] = (
     CodeSpec(Code.NOT_IMPLEMENTED, False, _S, 501,
              "the tool does not support this operation",
              "This operation is not supported by the tool. Use a different tool or tell the user."),
+    CodeSpec(Code.REJECTED, False, _A, 400,
+             "the tool refused the call for a reason its message gives in the tool's own words; no more specific code is known",
+             "The tool refused the call. Do not repeat it as is; change the call as its message says or ask the user."),
     CodeSpec(Code.INTERNAL_ERROR, False, _S, 500,
              "the tool failed in a way it cannot explain; nothing the model changes will help",
              "The tool failed unexpectedly. Tell the user the operation could not be completed."),

@@ -11,6 +11,7 @@ from typing import Any, Final, TypeAlias
 from shadow._logs import get_logger
 from shadow._names import check_name, storable_name
 from shadow._redact import scrub_text, to_jsonable
+from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
 from shadow.contract._phrases import PHRASES, Phrase, mask_locations
@@ -22,6 +23,20 @@ from shadow.contract._values import (
     status_of,
     text_matches,
 )
+
+__all__ = [  # what other modules import from here, the readers of legacy values included
+    "ExceptionRule",
+    "ResultRule",
+    "Rules",
+    "Translation",
+    "ValueMatch",
+    "error_text",
+    "looks_like_error",
+    "phrase_matches",
+    "status_in",
+    "status_of",
+    "text_matches",
+]
 
 log = get_logger("shadow.rules")
 
@@ -70,22 +85,32 @@ class Rules:
 
     ``Rules.default()`` covers the standard library and common legacy error values; put your own rules first
     with ``Rules([...]) + Rules.default()`` or ``Rules.default().on(...)`` (which prepends).
+
+    A deliberate error keeps its author's words: a returned error value, and an exception the model is shown (a
+    framework's ``ToolError``, ``ToolException``, ``ModelRetry``, or a type marked with ``shown``), is served
+    with its own text as the message (scrubbed, fitted to the contract) unless the rule that places it gives a
+    message; one no rule places is ``rejected`` / ``ask_user`` and counts as unmapped. Any other exception gets
+    its rule's message or the code's default: its text never reaches the model.
     """
 
-    __slots__ = ("exception_rules", "result_rules")
+    __slots__ = ("exception_rules", "result_rules", "shown_types")
 
     def __init__(
         self,
         exception_rules: Iterable[ExceptionRule] = (),
         result_rules: Iterable[ResultRule] = (),
+        *,
+        shown: Iterable[type[BaseException]] = (),
     ) -> None:
         self.exception_rules: tuple[ExceptionRule, ...] = tuple(exception_rules)
         self.result_rules: tuple[ResultRule, ...] = tuple(result_rules)
+        self.shown_types: tuple[type[BaseException], ...] = tuple(shown)
 
     def __add__(self, other: Rules) -> Rules:
         if not isinstance(other, Rules):
             return NotImplemented
-        return Rules(self.exception_rules + other.exception_rules, self.result_rules + other.result_rules)
+        return Rules(self.exception_rules + other.exception_rules, self.result_rules + other.result_rules,
+                     shown=self.shown_types + other.shown_types)
 
     def __len__(self) -> int:
         return len(self.exception_rules) + len(self.result_rules)
@@ -105,7 +130,7 @@ class Rules:
         exc_defaults = {id(r) for r in _DEFAULT_EXCEPTION_RULES}
         res_defaults = {id(r) for r in _DEFAULT_RESULT_RULES}
         return Rules([r for r in self.exception_rules if id(r) not in exc_defaults],
-                     [r for r in self.result_rules if id(r) not in res_defaults])
+                     [r for r in self.result_rules if id(r) not in res_defaults], shown=self.shown_types)
 
     @classmethod
     def empty(cls) -> Rules:
@@ -124,7 +149,17 @@ class Rules:
     ) -> Rules:
         """A copy with an exception rule put first (it wins over the existing ones)."""
         rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), _rule_name(name, match))
-        return Rules((rule, *self.exception_rules), self.result_rules)
+        return Rules((rule, *self.exception_rules), self.result_rules, shown=self.shown_types)
+
+    def shown(self, *types: type[BaseException]) -> Rules:
+        """A copy that treats these exception types as shown to the model (their text written for it, as a
+        framework's ``ToolError`` is): served with their own words, placed by the result rules and phrase table,
+        ``rejected`` when nothing places them."""
+        for kind in types:
+            if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+                raise TypeError(f"Rules.shown takes exception types, not {kind!r}; "
+                                "for example Rules.default().shown(OrderRejected)")
+        return Rules(self.exception_rules, self.result_rules, shown=(*self.shown_types, *types))
 
     def on_result(
         self,
@@ -142,44 +177,83 @@ class Rules:
         predicate = text_matches(match, plain=True) if isinstance(match, str) else match
         resolved = spec(code).code if code is not None else None
         rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match))
-        return Rules(self.exception_rules, (rule, *self.result_rules))
+        return Rules(self.exception_rules, (rule, *self.result_rules), shown=self.shown_types)
 
     def translate_exception(self, exc: BaseException, *, idempotent: bool = True) -> Translation:
-        """The structured error for ``exc``: ``Fail`` as raised, else the first matching rule, else internal."""
+        """The structured error for ``exc``: ``Fail`` as raised, else the first matching rule, else internal
+        (an exception shown to the model: its text read as a returned error, ``rejected`` when unplaced)."""
         if isinstance(exc, Fail):
             error = exc.error if idempotent else exc.error.downgraded()
             return Translation(error, "Fail")
+        shown = self._shown(exc)
         for rule in self.exception_rules:
             try:
                 if not rule.applies(exc):
                     continue
-                return Translation(_build(rule.code, rule.message, rule.context, exc, idempotent), rule.name)
+                author = fit_message(_text_of(exc)) if shown is not None else None
+                return Translation(_build(rule.code, rule.message, rule.context, exc, idempotent, author), rule.name)
             except Exception as broken:  # a broken rule must never break the call
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
                 break
-        return Translation(ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent), None, unmapped=True)
+        if shown is None:
+            return Translation(ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent), None, unmapped=True)
+        text = _text_of(exc)
+        found = self.translate_result({"error": text}, idempotent=idempotent) if text else None
+        if found is not None and not found.unmapped:
+            return found
+        by_type = SHOWN_EXCEPTIONS.get(shown)
+        error = ToolError.of(by_type or Code.REJECTED, fit_message(text), idempotent=idempotent)
+        return Translation(error, shown.rsplit(".", 1)[-1] if by_type else None, unmapped=by_type is None)
+
+    def _shown(self, exc: BaseException) -> str | None:
+        """The name by which ``exc`` is shown to the model (a framework's or a type marked with ``shown``)."""
+        if self.shown_types and isinstance(exc, self.shown_types):
+            return f"{type(exc).__module__}.{type(exc).__qualname__}"
+        return shown_name(exc)
 
     def translate_result(self, value: object, *, idempotent: bool = True) -> Translation | None:
-        """``None`` when ``value`` is not an error; else the structured error its first matching rule gives."""
+        """``None`` when ``value`` is not an error; else the structured error its first matching rule gives,
+        with the value's own text as the message unless the rule gives one (``rejected`` when unplaced)."""
         for rule in self.result_rules:
             try:
                 if not rule.match(value):
                     continue
+                author = fit_message(error_text(value))
                 if rule.code is None:
-                    error = ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent)
-                    return Translation(error, rule.name, unmapped=True)
-                return Translation(_build(rule.code, rule.message, rule.context, value, idempotent), rule.name)
+                    return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
+                                       unmapped=True)
+                return Translation(_build(rule.code, rule.message, rule.context, value, idempotent, author), rule.name)
             except Exception as broken:
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
-                error = ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent)
-                return Translation(error, rule.name, unmapped=True)
+                return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
         return None
+
+
+def _text_of(exc: BaseException) -> str:
+    """``str(exc)``, or an empty text when the exception's own ``__str__`` fails."""
+    try:
+        return str(exc)
+    except Exception:
+        return ""
+
+
+def _rejected(value: object, idempotent: bool) -> ToolError:
+    """For a value a broken rule was judging: ``rejected`` in the value's own words when it reads as an error,
+    else ``internal_error`` (nothing says what the value is)."""
+    try:
+        if looks_like_error(value):
+            return ToolError.of(Code.REJECTED, fit_message(error_text(value)), idempotent=idempotent)
+    except Exception:
+        pass
+    return ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent)
 
 
 def _build(
     code: Code, message: str | Callable[[Any], str] | None, context: Extractor | None, source: Any,
-    idempotent: bool,
+    idempotent: bool, author: str | None = None,
 ) -> ToolError:
+    """The error a rule gives: its own message (a template filled from the context, or a callable's text), else
+    the author's words (``None``: the code's default message)."""
     ctx = dict(context(source) or {}) if context is not None else None
     if callable(message):
         text: str | None = scrub_text(message(source))
@@ -189,7 +263,7 @@ def _build(
         safe = to_jsonable(ctx or {})
         text = message.format_map(_Defaulting(safe if isinstance(safe, dict) else {}))
     else:
-        text = None
+        text = author
     return ToolError.of(code, text, idempotent=idempotent, context=ctx)
 
 

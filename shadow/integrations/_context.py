@@ -11,6 +11,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Final
 
+from shadow.contract._author import SHOWN_EXCEPTIONS as _SHOWN
+
+#: A framework's model-facing exceptions by qualified name (the contract's list): their text is the author's.
+SHOWN_EXCEPTIONS: Final = _SHOWN
+
 # Classes a framework injects into a tool (a context, a run wrapper, a callback manager): never data. Matched by the
 # fully qualified names along the MRO, so subclasses (the Agents SDK's ToolContext, LangGraph's InjectedState) match.
 INJECTED_CLASSES: Final = frozenset({

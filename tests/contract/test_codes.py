@@ -23,11 +23,12 @@ EXPECTED = {
     "upstream_unavailable": (True, "retry", 503),
     "cancelled": (False, "stop", 499),
     "not_implemented": (False, "stop", 501),
+    "rejected": (False, "ask_user", 400),
     "internal_error": (False, "stop", 500),
 }
 
 
-def test_the_code_set_is_exactly_the_documented_sixteen() -> None:
+def test_the_code_set_is_exactly_the_documented_seventeen() -> None:
     assert [c.value for c in Code] == list(EXPECTED)
     assert list(CODE_TABLE) == list(Code)
 

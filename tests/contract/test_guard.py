@@ -53,7 +53,7 @@ PATHS: list[tuple[Callable[[], Any], str]] = [
     (returning({"status": 404}), "not_found"),
     (returning({"status": 429, "detail": "slow down"}), "rate_limited"),
     (returning({"error": {"code": 503, "message": "down"}}), "upstream_unavailable"),
-    (returning({"error": "kaboom"}), "internal_error"),
+    (returning({"error": "kaboom"}), "rejected"),
 ]
 
 

@@ -179,7 +179,7 @@ def body_of(kind: str, tool: str = "create_task", args: dict[str, Any] | None = 
 
 def test_builds_ten_contract_valid_examples_per_code_with_the_table_defaults() -> None:
     examples = build_examples()
-    assert len(examples) == 16 * 10
+    assert len(examples) == len(Code) * 10
     for code, row in CODE_TABLE.items():
         mine = [e for e in examples if e.code is code]
         assert [e.index for e in mine] == list(range(1, 11))
@@ -503,7 +503,7 @@ def test_a_live_run_reports_agreement_confusion_and_ambiguous_codes(fake_model: 
     client, _ = client_for(fake_model)
     done: list[Exchange] = []
     exchanges = ask(build_examples(), client, "fake-1", concurrency=4, on_done=done.append)
-    assert len(exchanges) == len(done) == len(fake_model.requests) == 160
+    assert len(exchanges) == len(done) == len(fake_model.requests) == 170
     report = evaluate(exchanges, threshold=0.9)
     structured = report.arm("structured")
     assert structured is not None and report.arm("legacy") is None
@@ -514,7 +514,7 @@ def test_a_live_run_reports_agreement_confusion_and_ambiguous_codes(fake_model: 
                                         Action.STOP: 0, Action.UNCLEAR: 0}
     auth = next(r for r in structured.rows if r.code is Code.UNAUTHENTICATED)
     assert auth.confusion[Action.UNCLEAR] == 3
-    assert structured.agreeing == 151 and report.model == "fake-1"
+    assert structured.agreeing == 161 and report.model == "fake-1"
     table = render_table(report)
     assert "conflict" in table and "AMBIGUOUS" in table and "ambiguous (below 90%): conflict, unauthenticated" in table
     assert evaluate(exchanges, threshold=0.6).ambiguous == ()
@@ -524,7 +524,7 @@ def test_replay_equals_live_on_the_same_exchanges(fake_model: FakeModel, tmp_pat
     client, _ = client_for(fake_model)
     exchanges = ask(build_examples(), client, "fake-1", legacy={Code.NOT_FOUND: ["Error: not found"]})
     written = save(exchanges, tmp_path / "rec")
-    assert len(written) == 170
+    assert len(written) == 180
     assert (tmp_path / "rec" / "structured-validation_error-01.json").exists()
     assert (tmp_path / "rec" / "legacy-not_found-10.json").exists()
     assert (tmp_path / "rec" / "structured-unauthenticated-04.json").read_text().count('"text"') == 1  # not JSON
@@ -648,7 +648,7 @@ def test_eval_exits_1_when_a_code_is_ambiguous_and_0_when_none_is(fake_model: Fa
     assert passed.exit_code == 0, passed.stderr
     data = json.loads(passed.stdout)
     assert data["ambiguous"] == [] and data["threshold"] == 0.7 and data["model"] == "fake-1"
-    assert data["arms"]["structured"]["agreeing"] == 151
+    assert data["arms"]["structured"]["agreeing"] == 161
     assert fake_model.headers[-1]["Authorization"] == "Bearer sk-cli-secret-1"
 
 

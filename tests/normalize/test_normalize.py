@@ -358,7 +358,7 @@ def test_unknown_tool_and_a_bare_crash_are_mapped() -> None:
 
 
 def test_the_error_flag_decides_and_json_error_bodies_are_read() -> None:
-    assert mcp_code("it did not work", is_error=True)[0] == "internal_error"  # an error; no rule maps it
+    assert mcp_code("it did not work", is_error=True)[0] == "rejected"  # an error in the tool's words; no rule places it
     assert mcp_code("it did not work", is_error=None)[0] is None
     assert mcp_code(json.dumps({"error": "rate limit hit"}), is_error=True)[0] == "rate_limited"
     assert mcp_code("Error executing tool x: quota exhausted", is_error=None)[0] == "quota_exceeded"

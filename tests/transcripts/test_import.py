@@ -164,7 +164,7 @@ def test_anthropic_tool_use_results_and_the_is_error_flag() -> None:
     assert (summary.conversations, summary.calls, summary.errors) == (2, 4, 2)
 
 
-def test_an_explicit_error_no_rule_maps_is_unmapped_internal_error(tmp_path: Path) -> None:
+def test_an_explicit_error_no_rule_maps_is_unmapped_and_rejected(tmp_path: Path) -> None:
     path = tmp_path / "a.json"
     path.write_text(json.dumps({"messages": [
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]},
@@ -172,7 +172,7 @@ def test_an_explicit_error_no_rule_maps_is_unmapped_internal_error(tmp_path: Pat
                                       "content": "it did not work"}]},
     ]}))
     [record] = calls(list(records(read_file(path, ImportOptions("anthropic")), ImportOptions("anthropic"), Summary())))
-    assert (record.outcome, record.code, record.unmapped) == ("error", "internal_error", True)
+    assert (record.outcome, record.code, record.unmapped) == ("error", "rejected", True)
 
 
 # ---------------------------------------------------------------- OpenTelemetry

@@ -1,0 +1,173 @@
+"""Deliberate errors keep the author's words: what the model read in legacy is what it reads in cutover."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import shadow
+from shadow.contract import Code, Rules
+from shadow.contract._author import fit_message, shown_name
+from shadow.contract._payloads import MAX_MESSAGE_CHARS, MAX_SENTENCES, check_message, count_sentences
+
+GENERIC = "The tool failed unexpectedly. Tell the user the operation could not be completed."
+
+
+@pytest.mark.parametrize(
+    ("legacy", "message"),
+    [
+        ("Error: no seats left on train 4411", "no seats left on train 4411"),
+        ({"error": "voucher balance too low"}, "voucher balance too low"),
+        ({"ok": False, "message": "coupon cannot be applied to this order"}, "coupon cannot be applied to this order"),
+        ("Error: totals do not match: 120 vs 95", "totals do not match: 120 vs 95"),
+    ],
+)
+def test_an_unplaced_returned_error_is_rejected_with_the_authors_text_never_stop(legacy: object, message: str) -> None:
+    found = Rules.default().translate_result(legacy)
+    assert found is not None
+    assert found.unmapped  # still gates cutover
+    body = found.error.payload()["error"]
+    assert body["code"] == "rejected"
+    assert body["message"] == message
+    assert body["next_action"] == "ask_user"
+    assert body["retryable"] is False
+
+
+def test_a_placed_returned_error_keeps_the_authors_text_with_the_placed_code() -> None:
+    found = Rules.default().translate_result({"error": "Order ORD-88213 not found"})
+    assert found is not None and not found.unmapped
+    assert found.error.code is Code.NOT_FOUND
+    assert found.error.message == "Order ORD-88213 not found"
+
+
+def test_a_status_placed_value_keeps_its_text_and_a_bare_status_gets_the_codes_default() -> None:
+    with_text = Rules.default().translate_result({"status": 409, "error": "seat 12A was taken meanwhile"})
+    bare = Rules.default().translate_result({"status": 409})
+    assert with_text is not None and with_text.error.code is Code.CONFLICT
+    assert with_text.error.message == "seat 12A was taken meanwhile"
+    assert bare is not None and bare.error.message.startswith("The request conflicts with the current state")
+
+
+def test_a_rules_own_message_wins_over_the_authors_text() -> None:
+    rules = Rules.default().on_result(r"no seats left", "failed_precondition", "The train is full. Offer another train.")
+    found = rules.translate_result("Error: no seats left on train 4411")
+    assert found is not None and found.error.message == "The train is full. Offer another train."
+    assert found.error.code is Code.FAILED_PRECONDITION and not found.unmapped
+
+
+def test_a_plain_exception_the_model_never_saw_keeps_the_generic_message() -> None:
+    found = Rules.default().translate_exception(ValueError("pool exhausted: password=hunter2 at db-7"))
+    assert found.unmapped
+    assert found.error.code is Code.INTERNAL_ERROR
+    assert found.error.message == GENERIC
+
+
+def test_a_frameworks_tool_error_is_shown_text_placed_by_the_phrase_table() -> None:
+    fastmcp_exceptions = pytest.importorskip("fastmcp.exceptions")
+    rules = Rules.default()
+    placed = rules.translate_exception(fastmcp_exceptions.ToolError("Order ORD-7 not found"))
+    unplaced = rules.translate_exception(fastmcp_exceptions.ToolError("no seats left on train 4411"))
+    assert (placed.error.code, placed.error.message, placed.unmapped) == (Code.NOT_FOUND, "Order ORD-7 not found", False)
+    assert (unplaced.error.code, unplaced.error.message, unplaced.unmapped) == (
+        Code.REJECTED, "no seats left on train 4411", True)
+
+
+def test_each_frameworks_model_facing_exception_is_recognised_without_importing_it_in_the_core() -> None:
+    names = []
+    for module, name in [("fastmcp.exceptions", "ToolError"), ("mcp.server.mcpserver.exceptions", "ToolError"),
+                         ("langchain_core.tools", "ToolException"), ("pydantic_ai", "ModelRetry")]:
+        cls = getattr(pytest.importorskip(module), name)
+
+        class Sub(cls):  # type: ignore[misc,valid-type]
+            pass
+
+        names.append(shown_name(Sub("x")))
+    assert all(names), names
+    assert shown_name(ValueError("x")) is None
+
+
+def test_an_unplaced_model_retry_asks_for_a_corrected_call_by_its_type() -> None:
+    pydantic_ai = pytest.importorskip("pydantic_ai")
+    found = Rules.default().translate_exception(pydantic_ai.ModelRetry("Pass a departure date after today"))
+    assert found.error.code is Code.VALIDATION_ERROR and not found.unmapped
+    assert found.error.message == "Pass a departure date after today"
+
+
+def test_a_user_can_mark_their_own_exception_as_shown_to_the_model() -> None:
+    class OrderRejected(Exception):
+        pass
+
+    rules = Rules.default().shown(OrderRejected)
+    found = rules.translate_exception(OrderRejected("coupon SPRING25 cannot be applied to this order"))
+    assert found.error.code is Code.REJECTED
+    assert found.error.message == "coupon SPRING25 cannot be applied to this order"
+    assert (rules + Rules.empty()).translate_exception(OrderRejected("x y z")).error.message == "x y z"
+    with pytest.raises(TypeError, match="exception types"):
+        Rules.default().shown("OrderRejected")  # type: ignore[arg-type]
+
+
+def test_a_shown_exception_whose_str_raises_is_rejected_with_the_default_message() -> None:
+    class Hostile(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    found = Rules.default().shown(Hostile).translate_exception(Hostile())
+    assert found.error.code is Code.REJECTED and found.unmapped
+    assert found.error.message.startswith("The tool refused the call.")
+
+
+def test_credentials_in_the_authors_text_are_scrubbed() -> None:
+    found = Rules.default().translate_result("Error: card declined for key sk_live_51Habcdefghijklmnopqrstuvwx")
+    assert found is not None
+    assert "sk_live_51Habcdefghijklmnopqrstuvwx" not in found.error.message
+
+
+def test_a_returned_traceback_never_becomes_the_message() -> None:
+    found = Rules.default().translate_result('Traceback (most recent call last):\n  File "x.py", line 1\nKeyError: 3')
+    assert found is not None
+    assert "Traceback" not in found.error.message and "x.py" not in found.error.message
+
+
+@given(st.text(max_size=2000))
+def test_any_authors_text_fits_the_contracts_message_rules(text: str) -> None:
+    fitted = fit_message(text)
+    if fitted is not None:
+        assert check_message(fitted) == fitted
+        assert len(fitted) <= MAX_MESSAGE_CHARS and count_sentences(fitted) <= MAX_SENTENCES
+
+
+def test_a_long_authors_text_is_cut_at_two_sentences_with_an_ellipsis() -> None:
+    fitted = fit_message("Error: The seat is gone. Pick another seat. Or another train. Or call us.")
+    assert fitted == "The seat is gone. Pick another seat. \u2026"
+
+
+def test_the_codes_paragraph_the_model_reads_documents_rejected() -> None:
+    text = shadow.describe()
+    assert "rejected" in text
+    assert "own words" in text
+
+
+def test_cutover_serves_the_authors_words_in_a_fresh_process(tmp_path: Path) -> None:
+    script = tmp_path / "tool.py"
+    script.write_text(textwrap.dedent("""
+        import json, shadow
+        @shadow.tool
+        def book(train: str):
+            return f"Error: no seats left on train {train}"
+        print(json.dumps(book("4411")))
+        shadow.flush()
+    """))
+    env = {**os.environ, "SHADOW_FLAGS": "*=cutover", "SHADOW_DB_URL": f"sqlite:///{tmp_path / 'log.db'}",
+           "SHADOW_FINGERPRINT_KEY": "k" * 32}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120, check=True).stdout
+    body = json.loads(out.splitlines()[0])["error"]
+    assert (body["code"], body["message"], body["next_action"]) == ("rejected", "no seats left on train 4411", "ask_user")
