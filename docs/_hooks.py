@@ -79,7 +79,23 @@ def settings_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-GENERATORS = {"codes-table": codes_table, "default-messages": default_messages, "next-actions": next_actions,
+def cli_reference() -> str:
+    """Every command and option, from the Typer app itself (typer's own Markdown generator), headings one level down."""
+    import typer
+    from typer.cli import get_docs_for_click
+
+    from shadow.cli import app
+
+    command = typer.main.get_command(app)
+    docs = get_docs_for_click(obj=command, ctx=typer.Context(command), name="shadow")
+    out, fenced = [], False
+    for line in docs.strip().splitlines():
+        fenced ^= line.startswith("```")
+        out.append("#" + line if line.startswith("#") and not fenced else line)
+    return "\n".join(out) + "\n"
+
+
+GENERATORS = {"cli-reference": cli_reference, "codes-table": codes_table, "default-messages": default_messages, "next-actions": next_actions,
               "settings-table": settings_table}
 
 

@@ -1,4 +1,4 @@
-"""Paths and module names in messages, docstrings and READMEs name what exists now, not the 0.1 layout."""
+"""Paths and module names in messages, docstrings, READMEs and the docs name what exists now, not the 0.1 layout."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import shadow
 from shadow._deprecated import MOVED
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What a person reads: the package (code, its messages and docstrings, SQL, templates, data) and the READMEs.
+#: What a person reads: the package (code, its messages and docstrings, SQL, templates, data), the READMEs and the
+#: documentation site.
 SOURCES = sorted({
     *(p for p in (ROOT / "shadow").rglob("*") if p.suffix in {".py", ".md", ".mako", ".sql", ".json"}),
     ROOT / "README.md", *(ROOT / "migrations").iterdir(), ROOT / "analytics" / "README.md",
+    *(ROOT / "docs").rglob("*.md"),
 })
 _PATH = re.compile(r"(?<![\w/.])((?:shadow|migrations|analytics|tests)/[\w/.-]*\.(?:py|sql|json|mako|ini|md))\b")
 #: ``shadow.X`` used as a module: followed by an attribute or a call, or alone in backticks.

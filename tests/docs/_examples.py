@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: What a reader runs: every ``python`` and ``sh`` block of these files.
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RUN = {"python", "sh", "bash"}
+#: Pages whose examples another test runs (and checks more closely), with that test.
+RUN_ELSEWHERE = {ROOT / "docs" / "how-to" / "frameworks.md": "tests/integrations/test_readme_examples.py"}
 #: ``<!-- example: file=NAME exit=N serve=URL -->`` on the line before a block: write it to NAME instead of running
 #: it; expect exit status N; or start it, wait for URL to answer 200 and stop it (a server runs until Ctrl-C).
 _DIRECTIVE = re.compile(r"<!-- example: (.*?) -->\s*$")

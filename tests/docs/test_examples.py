@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _examples import CI_COMMAND, PAGES, ROOT, blocks, environment, needs, prepare, run
+from _examples import _FENCE, CI_COMMAND, PAGES, ROOT, RUN_ELSEWHERE, blocks, environment, needs, prepare, run
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +17,7 @@ def _param(page: Path) -> object:
     return pytest.param(page, id=str(page.relative_to(ROOT)), marks=marks)
 
 
-@pytest.mark.parametrize("page", [_param(p) for p in PAGES if blocks(p)])
+@pytest.mark.parametrize("page", [_param(p) for p in PAGES if blocks(p) and p not in RUN_ELSEWHERE])
 def test_each_example_of_the_page_runs_as_written(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     overrides: dict[str, str] = {}
     if "postgres" in needs(page):
@@ -50,3 +50,15 @@ def test_every_block_directive_is_understood() -> None:
     for page in PAGES:
         for block in blocks(page):
             assert set(block.options) <= {"file", "exit", "serve"}, block.where
+
+
+def test_every_fence_is_closed_so_no_example_is_silently_left_out() -> None:
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        fences = [line for line in text.splitlines() if line.startswith("```")]
+        assert len(fences) == 2 * len(_FENCE.findall(text)), page
+
+
+def test_the_pages_run_elsewhere_are_run_there() -> None:
+    for page, test in RUN_ELSEWHERE.items():
+        assert page.relative_to(ROOT).parts[-1] in (ROOT / test).read_text(), (page, test)

@@ -1,4 +1,4 @@
-"""The README's "Wrap your own tool in five minutes": each example runs as written, and the report sees its calls."""
+"""The docs' "Wrap a framework's tools" page: each framework's program runs as written, and the report sees its calls."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = ROOT.joinpath("README.md").read_text().split("## Wrap your own tool in five minutes", 1)[1].split("\n## ")[0]
+#: The page tests/docs/test_examples.py leaves to this test (which also reads the report of the calls).
+PAGE = ROOT / "docs" / "how-to" / "frameworks.md"
+SECTION = PAGE.read_text()
 EXAMPLES = re.findall(r"```python\n(.*?)```", SECTION, flags=re.S)
 FLAGS = re.compile(r'^# SHADOW_FLAGS="(?P<tool>\w+)=cutover" python app\.py$', re.M)
 
@@ -23,7 +25,7 @@ def test_there_is_one_example_per_framework() -> None:
 
 
 @pytest.mark.slow
-def test_each_readme_example_serves_the_contract_and_lands_in_the_report(tmp_path: Path) -> None:
+def test_each_framework_example_serves_the_contract_and_lands_in_the_report(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SHADOW_WAREHOUSE": str(tmp_path / "w.duckdb")}
     tools = []
     for code in EXAMPLES:
