@@ -95,8 +95,8 @@ def cli_reference() -> str:
     return "\n".join(out) + "\n"
 
 
-GENERATORS = {"cli-reference": cli_reference, "codes-table": codes_table, "default-messages": default_messages, "next-actions": next_actions,
-              "settings-table": settings_table}
+GENERATORS = {"cli-reference": cli_reference, "codes-table": codes_table, "default-messages": default_messages,
+              "next-actions": next_actions, "settings-table": settings_table}
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -97,3 +97,10 @@ def test_the_dashboard_page_shows_the_screenshots_this_run_took(site: Path) -> N
         shot = site / "assets" / "screenshots" / name
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
         assert f"assets/screenshots/{name}" in (site / "how-to" / "dashboard" / "index.html").read_text()
+
+
+def test_every_link_of_the_readme_into_the_checkout_exists() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = [t for t in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme) if "://" not in t]
+    assert len(links) > 20
+    assert [t for t in links if not (ROOT / t).exists()] == []
