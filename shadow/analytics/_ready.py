@@ -16,9 +16,11 @@ from shadow import _clock as clock
 from shadow._config import sqlite_path
 from shadow._redact import find_leaks
 from shadow._text import counted
+from shadow.analytics._retranslate import retranslate
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
 from shadow.contract._codes import CODE_TABLE, Code
+from shadow.contract._rules import Rules
 
 #: How many leak findings a result keeps (the count covers all of them).
 MAX_LEAKS_SHOWN: Final = 20
@@ -95,6 +97,8 @@ class Readiness:
     first_call: dt.datetime | None = None
     last_call: dt.datetime | None = None
     other_tools: tuple[str, ...] = field(default=())  # filled in when the tool has no calls at all
+    rules: str = "as logged"  # which rules classified the errors: as logged, or the ones given (re-translated)
+    no_longer_errors: int = 0  # logged errors today's rules read as successes
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -113,7 +117,9 @@ class Readiness:
     def explain(self) -> str:
         """A short text for a person: the verdict, then each reason (what ``shadow flags set`` can print)."""
         head = f"{self.tool} is {'ready' if self.ready else 'not ready'} for cutover"
-        head += f" ({counted(self.calls, 'call')}, {counted(self.errors, 'error')}, {self.unmapped_share:.1%} unmapped)"
+        head += f" ({counted(self.calls, 'call')}, {counted(self.errors, 'error')}, {self.unmapped_share:.1%} unmapped"
+        head += ", classified by the rules in force when each call was logged)" if self.rules == "as logged" else (
+            f", every logged error translated again with {self.rules})")
         return "\n".join([head, *(f"- {reason}" for reason in self.reasons)])
 
 
@@ -161,11 +167,16 @@ def readiness(
     *,
     inventory: InventorySource | None = None,
     since: dt.datetime | None = None,
+    rules: Rules | None = None,
+    rules_name: str = "the given rules",
 ) -> Readiness:
     """Read the call log at ``url`` and decide whether ``tool`` may be cut over.
 
     Counts every logged call of the tool (shadow and cutover) since ``since``; leaks are looked for in the
-    structured error payloads only (success data may hold paths legitimately).
+    structured error payloads only (success data may hold paths legitimately). With ``rules``, every logged
+    error's legacy outcome (the returned value, or the exception's type and scrubbed message) is translated again
+    with them, once per distinct outcome, so a rules fix is judged on the traffic already logged; calls logged as
+    successes are not read again.
     """
     limits = thresholds or Thresholds()
     proposed = load_proposed(inventory, tool) if inventory is not None else None
@@ -196,7 +207,10 @@ def readiness(
                 if len(leaks) < MAX_LEAKS_SHOWN:
                     leaks.append(Leak(str(call_id), code, tuple(text[:_LEAK_TEXT] for text in found)))
         others = _tool_names(conn) if not n_calls else ()
+        again = retranslate(_distinct_outcomes(conn, where, is_error), rules) if rules is not None else None
     n_calls, n_errors, n_unmapped, n_invalid = int(n_calls), int(n_errors), int(n_unmapped), int(n_invalid)
+    if again is not None:
+        n_errors, n_unmapped, seen = again.errors, again.unmapped, again.codes
     share = n_unmapped / n_errors if n_errors else 0.0
     proposed_seen = tuple(c for c in proposed or () if c in seen)
     proposed_unseen = tuple(c for c in proposed or () if c not in seen)
@@ -221,7 +235,19 @@ def readiness(
         codes_seen={code: seen[code] for code in _order(set(seen))}, proposed=proposed,
         proposed_seen=proposed_seen, proposed_unseen=proposed_unseen, not_proposed=not_proposed,
         checks=tuple(checks), thresholds=limits, first_call=_utc(first), last_call=_utc(last), other_tools=others,
+        rules=rules_name if again is not None else "as logged",
+        no_longer_errors=again.no_longer_errors if again is not None else 0,
     )
+
+
+def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> list[tuple[Any, int]]:
+    """Each distinct legacy outcome of the tool's logged errors, with how many rows hold it."""
+    counts: dict[str, int] = {}
+    query = select(calls.c.legacy_payload).where(*where, is_error)
+    for (payload,) in conn.execution_options(yield_per=1000).execute(query):
+        key = json.dumps(payload, sort_keys=True, default=str)
+        counts[key] = counts.get(key, 0) + 1
+    return [(json.loads(key), n) for key, n in counts.items()]
 
 
 def count_checks(

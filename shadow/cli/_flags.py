@@ -9,6 +9,7 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._integrations import RulesOption, _rules_or_fail
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -58,6 +59,7 @@ def set_flag(
     actor: Actor = None,
     force: Annotated[bool, typer.Option("--force", help="Cut over although `shadow ready` says no (needs --reason).")]
     = False,
+    rules: RulesOption = None,
     db_url: DbUrlOption = None,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
@@ -69,6 +71,7 @@ def set_flag(
     \b
     Example: shadow flags set create_task cutover --percent 25 --reason "ready: 0.4% unmapped"
     Example: shadow flags set create_task shadow --format json
+    Example: shadow flags set create_task cutover --rules tool_rules.py
     """
     if percent != 100 and mode is not Mode.CUTOVER:
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
@@ -77,7 +80,7 @@ def set_flag(
     if note is not None:
         warn(f"{note}; check the name, it may be a typo. The flag is set all the same.")
     if mode is Mode.CUTOVER:
-        _gate(tool, store.url, force=force, reason=reason)
+        _gate(tool, store.url, force=force, reason=reason, rules=rules)
     try:
         entry = store.set(tool, mode, percent, actor=actor, reason=reason)
     except ValueError as exc:
@@ -93,7 +96,7 @@ def set_flag(
     typer.echo(f"{tool}: {was if entry.old_mode else '(unset)'} -> {now}")
 
 
-def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
+def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | None) -> None:
     from shadow.analytics import _ready as ready
     from shadow.calllog import _migrate as migrate
 
@@ -103,12 +106,14 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None) -> None:
         return
     try:
         migrate.ensure(url)
-        verdict = ready.readiness(url, tool)
+        verdict = ready.readiness(url, tool, rules=_rules_or_fail(rules), rules_name=f"--rules {rules}")
     except SQLAlchemyError as exc:
         store_unreachable(url, exc)
     if not verdict.ready:
         reasons = "; ".join(verdict.reasons) or "not ready"
-        fail(f"{tool} is not ready to cut over: {reasons}. Run `shadow ready {tool}` for details, "
+        judged = ("errors as classified when logged; --rules MODULE judges them with your rules" if rules is None
+                  else f"every logged error translated again with --rules {rules}")
+        fail(f"{tool} is not ready to cut over: {reasons}. Run `shadow ready {tool}` for details ({judged}), "
              "or pass --force --reason TEXT", ExitCode.FAILED)
 
 

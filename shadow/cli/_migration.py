@@ -12,6 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.analytics._ready import Readiness, StoreMissing, Thresholds, readiness
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._integrations import RulesOption, _rules_or_fail
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -91,19 +92,27 @@ def ready(
         help="Error payloads with traceback text or paths allowed.")] = _DEFAULT.max_leaks,
     require_proposed: Annotated[bool, typer.Option(
         "--require-proposed", help="Every code the inventory proposes must have been seen.")] = False,
+    rules: RulesOption = None,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
 ) -> None:
     """Say whether TOOL's shadow log is good enough to cut over; exits 1 when it is not.
 
+    With --rules, every logged error is translated again with those rules (a rules fix is judged on the
+    traffic already logged); without it, errors count as they were classified when logged.
+
+    \b
     Example: shadow ready create_task --inventory inventory.json --min-calls 500
+    Example: shadow ready create_task --rules tool_rules.py
     """
     url = store_url(db_url, db_alias)
     require_call_log(url)
+    given = _rules_or_fail(rules)
     try:
         limits = Thresholds(min_calls, min_errors, max_unmapped_share, max_schema_invalid, max_leaks,
                             require_proposed)
-        verdict = readiness(url, tool, limits, inventory=inventory, since=time_option(since, "--since"))
+        verdict = readiness(url, tool, limits, inventory=inventory, since=time_option(since, "--since"),
+                            rules=given, rules_name=f"--rules {rules}")
     except (ValueError, StoreMissing) as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
@@ -118,6 +127,12 @@ def ready(
 
 def _ready_table(verdict: Readiness) -> str:
     lines = [f"{verdict.tool}: {'READY' if verdict.ready else 'NOT READY'} for cutover"]
+    if verdict.rules == "as logged":
+        lines.append("errors classified by the rules in force when each call was logged (--rules MODULE: "
+                     "translate them again with yours)")
+    else:
+        gone = f"; {verdict.no_longer_errors} no longer read as errors" if verdict.no_longer_errors else ""
+        lines.append(f"every logged error translated again with {verdict.rules}{gone}")
     if verdict.first_call is not None and verdict.last_call is not None:
         lines.append(f"calls from {verdict.first_call:%Y-%m-%d %H:%M} to {verdict.last_call:%Y-%m-%d %H:%M} UTC")
     width = max(len(c.name) for c in verdict.checks)

@@ -1,0 +1,107 @@
+"""Logged errors judged by today's rules: each distinct legacy outcome translated again, counted per row."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from shadow.contract._author import SHOWN_EXCEPTIONS
+from shadow.contract._rules import Rules
+
+#: What the call log stores for a raised exception: ``{"exception": TYPE, "message": TEXT}``.
+_EXCEPTION_KEYS: Final = frozenset({"exception", "message"})
+
+
+@dataclass(frozen=True, slots=True)
+class Retranslated:
+    """How today's rules read the logged errors: counts, the codes they give, and what could not be read."""
+
+    errors: int
+    unmapped: int
+    no_longer_errors: int
+    codes: dict[str, int]
+    distinct: int
+
+
+def retranslate(rows: Iterable[tuple[Any, int]], rules: Rules) -> Retranslated:
+    """Translate each distinct logged legacy payload (with how many error rows hold it) with ``rules``."""
+    errors = unmapped = gone = distinct = 0
+    codes: dict[str, int] = {}
+    classes: dict[str, type[BaseException]] = {}
+    for payload, count in rows:
+        distinct += 1
+        translation = _translate(payload, rules, classes)
+        if translation is None:
+            gone += count
+            continue
+        code, is_unmapped = translation
+        errors += count
+        unmapped += count if is_unmapped else 0
+        codes[code] = codes.get(code, 0) + count
+    return Retranslated(errors, unmapped, gone, codes, distinct)
+
+
+def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException]]) -> tuple[str, bool] | None:
+    """``(code, unmapped)`` today's rules give a logged legacy payload (decoded JSON); ``None`` when they read no
+    error."""
+    value = payload  # as the call log's JSON column gives it back
+    if isinstance(value, dict) and set(value) == _EXCEPTION_KEYS and isinstance(value["exception"], str):
+        exc = _exception(value["exception"], str(value["message"] or ""), rules, classes)
+        found = rules.translate_exception(exc)
+    else:
+        translated = rules.translate_result(value)
+        if translated is None:
+            return None
+        found = translated
+    return found.error.code.value, found.unmapped
+
+
+def _exception(name: str, message: str, rules: Rules, classes: dict[str, type[BaseException]]) -> BaseException:
+    """An exception standing for one that was logged by type name and scrubbed message: of the built-in type of
+    that name, else a subclass of the rules' own type of that name (so a rule matching by type still applies), else
+    of the framework's model-facing type of that name; its ``str`` is the logged message."""
+    cls = classes.get(name)
+    if cls is None:
+        cls = classes[name] = _stand_in(name, rules)
+    try:
+        exc: BaseException = cls.__new__(cls)
+        exc.args = (message,)
+    except TypeError:  # a base that cannot be made without its own arguments
+        exc = Exception(message)
+    return exc
+
+
+def _stand_in(name: str, rules: Rules) -> type[BaseException]:
+    base: type[BaseException] = Exception
+    module, qualname = "shadow.logged", name
+    found = getattr(builtins, name, None)
+    if isinstance(found, type) and issubclass(found, BaseException):
+        base = found
+    elif (own := _rule_type(name, rules)) is not None:
+        base = own
+    else:
+        shown = next((n for n in SHOWN_EXCEPTIONS if n.rsplit(".", 1)[-1] == name), None)
+        if shown is not None:
+            module, qualname = shown.rsplit(".", 1)
+    try:
+        return type(name, (base,), {"__str__": _logged_text, "__module__": module, "__qualname__": qualname})
+    except TypeError:  # a final base
+        return type(name, (Exception,), {"__str__": _logged_text, "__module__": module, "__qualname__": qualname})
+
+
+def _logged_text(self: BaseException) -> str:
+    return str(self.args[0]) if self.args else ""
+
+
+def _rule_type(name: str, rules: Rules) -> type[BaseException] | None:
+    """The exception type of that name that one of ``rules`` matches or marks as shown, if any."""
+    kinds: list[type[BaseException]] = list(rules.shown_types)
+    for rule in rules.exception_rules:
+        match = rule.match
+        if isinstance(match, type):
+            kinds.append(match)
+        elif isinstance(match, tuple):
+            kinds.extend(match)
+    return next((k for k in kinds if k.__name__ == name), None)
