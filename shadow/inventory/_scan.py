@@ -10,9 +10,10 @@ from typing import Final
 from shadow.contract._rules import looks_like_error
 from shadow.inventory._branches import branch_names, values
 from shadow.inventory._index import BROAD_EXCEPTION, ClassInfo, FunctionNode, Index, Module, status_constant
+from shadow.inventory._static import RUNTIME, static
 
-#: What stands for a part of a value or text that is only known at run time.
-RUNTIME: Final = "…"
+__all__ = ["RUNTIME", "Raw", "Walker", "static"]
+
 _ABORTS: Final = frozenset({"abort"})  # Flask/Werkzeug ``abort(404)``
 _FAILS: Final = frozenset({
     "shadow.Fail", "shadow.contract.Fail", "shadow.contract._payloads.Fail", "shadow.tokens.TokenError",
@@ -52,48 +53,6 @@ class _Handler:
         return any(cls.is_subclass_of(c) for c in self.classes)
 
 
-def static(expr: ast.expr | None) -> object:
-    """The value an expression has as far as the source tells; run-time parts become ``…``."""
-    if expr is None:
-        return None
-    if isinstance(expr, ast.Constant):
-        return expr.value.decode("utf-8", "replace") if isinstance(expr.value, bytes) else expr.value
-    if isinstance(expr, ast.JoinedStr):
-        return "".join(str(v.value) if isinstance(v, ast.Constant) else RUNTIME for v in expr.values)
-    if isinstance(expr, ast.Dict):
-        return {k.value: static(v) for k, v in zip(expr.keys, expr.values, strict=True)
-                if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-    if isinstance(expr, ast.List | ast.Tuple):
-        return [static(item) for item in expr.elts]
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add | ast.Mod):
-        left = static(expr.left)
-        if isinstance(left, str):
-            right = static(expr.right) if isinstance(expr.op, ast.Add) else RUNTIME
-            return left + (right if isinstance(right, str) else RUNTIME) if isinstance(expr.op, ast.Add) else left
-    if isinstance(expr, ast.Call):
-        func = expr.func
-        if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant) \
-                and isinstance(func.value.value, str):
-            return _braces(func.value.value)
-        if isinstance(func, ast.Name) and func.id == "dict" and not expr.args:
-            return {k.arg: static(k.value) for k in expr.keywords if k.arg}
-    return RUNTIME
-
-
-def _braces(template: str) -> str:
-    out, depth = [], 0
-    for char in template:
-        if char == "{":
-            depth += 1
-            if depth == 1:
-                out.append(RUNTIME)
-        elif char == "}" and depth:
-            depth -= 1
-        elif not depth:
-            out.append(char)
-    return "".join(out)
-
-
 def _calls(node: ast.AST) -> Iterator[ast.Call]:
     """Calls inside an expression, not inside nested functions or lambdas."""
     stack = [node]
@@ -119,6 +78,7 @@ class Walker:
         self.scope, self.dispatch = scope, dispatch
         self.branch: tuple[str, ...] = ()
         self.locals: set[str] = set()  # parameters and assigned names: a value by that name is not a function
+        self.assigned: dict[str, ast.expr] = {}  # ``name = EXPR`` (the last one): what ``return name`` returns
         self.sites: list[Raw] = []
 
     def _keep(self, raw: Raw) -> None:
@@ -156,6 +116,8 @@ class Walker:
         self.locals = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
                        if a is not None}
         self.locals |= {n.id for n in _own_nodes(node.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.assigned = {n.targets[0].id: n.value for n in _own_nodes(node.body)
+                         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
         self._body(node.body, (), None)
         return self.sites
 
@@ -259,12 +221,30 @@ class Walker:
         return Raw(self.module.file, line, "raise", cls, message, cls.status)
 
     def _return(self, stmt: ast.Return, handler: _Handler | None) -> None:
-        value = static(stmt.value)
+        expr = stmt.value
+        if isinstance(expr, ast.Name) and expr.id in self.assigned:  # ``err = {...}`` or ``r = helper()``, returned
+            expr = self.assigned[expr.id]
+        value = static(expr)
         if handler is not None:
             self._keep(Raw(self.module.file, stmt.lineno, "except-return", value=value,
                            caught=handler.classes or (BROAD_EXCEPTION,)))
         elif looks_like_error(value):
             self._keep(Raw(self.module.file, stmt.lineno, "error-return", value=value))
+        else:
+            call = expr.value if isinstance(expr, ast.Await) else expr
+            if isinstance(call, ast.Call):
+                self._returned_from(call)
+
+    def _returned_from(self, call: ast.Call) -> None:
+        """A returned (or awaited) helper's result: the helper's error returns are this function's, with the chain."""
+        dotted = self._callee(call.func)
+        found = self.index.function(dotted) if dotted else None
+        if found is None or self.depth >= _MAX_DEPTH:
+            return
+        assert dotted is not None
+        where = f"{ast.unparse(call.func)} ({found[0].file}:{found[1].lineno})"
+        for site in self.index_returns(dotted, found):
+            self._keep(replace(site, file=self.module.file, line=call.lineno, via=(where, *site.via)))
 
     def _expression(self, node: ast.AST, tries: tuple[tuple[_Handler, ...], ...], handler: _Handler | None) -> None:
         for call in _calls(node):
@@ -336,6 +316,24 @@ class Walker:
         return cache[dotted]
 
 
+    def index_returns(self, dotted: str, found: tuple[Module, FunctionNode]) -> list[Raw]:
+        """The error values a helper function returns (through its own returned helpers too), memoised per index."""
+        cache: dict[str, list[Raw]] = self.index.memo
+        key = f"returns:{dotted}"
+        if key not in cache:
+            cache[key] = []  # in progress: a recursive call adds nothing
+            module, node = found
+            relative = _relative(dotted, module)
+            owner = dotted.rpartition(".")[0] if "." in relative and relative not in module.nested else None
+            walker = Walker(self.index, module, owner, results=True, depth=self.depth + 1, scope=relative)
+            cache[key] = [_located(s, module.file) for s in walker.run(node) if s.kind in _RETURNED]
+        return cache[key]
+
+
+#: The kinds of site a helper's caller inherits by returning the helper's result.
+_RETURNED: Final = frozenset({"error-return", "except-return"})
+
+
 def instance_class(index: Index, module: Module, scope: str | None, variable: str) -> str | None:
     """The scanned class a variable holds when the function, an enclosing one or the module assigns it
     ``variable = SomeClass(...)``."""
@@ -360,7 +358,7 @@ def _relative(dotted: str, module: Module) -> str:
 
 def _located(raw: Raw, file: str) -> Raw:
     """A helper's site, remembering where it is raised for the ``via`` chain."""
-    if raw.kind == "escapes-from-call":
+    if raw.kind == "escapes-from-call" or raw.via:  # an escape, or a site returned through a deeper helper
         return raw
     return replace(raw, via=(f"{raw.kind} at {file}:{raw.line}",))
 
