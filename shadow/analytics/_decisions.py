@@ -63,7 +63,7 @@ def decide(
             errors_per_day=rate.get(t.tool), structured_share=flag.split,
             reduction=policy.relative_reduction, power=policy.power, alpha=policy.alpha)
         facts = Facts(t.errors, t.unmapped_errors, t.schema_invalid_calls, leaks, test, t.comparison.design, flag,
-                      power)
+                      power, t.give_ups.test if t.give_ups is not None else None)
         found = None
         if evidence:
             shapes, total = ev.unmapped_shapes(unmapped.get(t.tool, []))

@@ -88,6 +88,7 @@ class Facts:
     design: str
     flag: FlagNow
     power: pw.Power
+    give_ups: stats.ArmComparison | None = None  # sessions ended right after an error, structured vs legacy
 
 
 def _gate(f: Facts, p: Policy) -> list[str]:
@@ -115,8 +116,20 @@ def _need(f: Facts) -> str:
 
 
 def recommend(f: Facts, policy: Policy | None = None) -> Recommendation:
-    """The first rule that applies, in this order: rollback, fix_rules, done, raise, hold (see the README)."""
-    p = policy or Policy()
+    """The first rule that applies, in this order: rollback, fix_rules, done, raise, hold (see the README).
+
+    A ``raise`` also needs the structured arm not to give up significantly more often (sessions that end right
+    after an error): a lower loop rate bought by quitting the task is not a win, so that is a ``hold``."""
+    found = _recommend(f, policy or Policy())
+    quits = f.give_ups
+    if found.action == "raise" and quits is not None and quits.verdict == "structured_higher":
+        return Recommendation("hold", (quits.message, "a lower loop rate bought by ending the task is not a win: "
+                                       "check which codes tell the model to stop (the codes served under the "
+                                       "evidence) before raising the cutover", *found.reasons[:1]))
+    return found
+
+
+def _recommend(f: Facts, p: Policy) -> Recommendation:
     t = f.test
     gate = _gate(f, p)
     if t.verdict == "structured_higher":

@@ -80,10 +80,18 @@ class _Shape:
     loops_b: int
     split: stats.PairedCluster
     weight: int
+    gives_a: int = 0  # errors after which the session ended, per arm: the give-ups
+    gives_b: int = 0
+    split_gives: stats.PairedCluster | None = None
 
     @property
     def paired(self) -> stats.PairedCluster:
         return stats.PairedCluster(self.errors_a, self.loops_a, self.errors_b, self.loops_b, self.weight)
+
+    def quitting(self) -> _Shape:
+        """The same sessions with give-ups in place of loops: the give-up share compared as the loop rate is."""
+        split = self.split_gives or self.split
+        return _Shape(self.tool, self.errors_a, self.gives_a, self.errors_b, self.gives_b, split, self.weight)
 
     def arm(self, variant: str) -> stats.Cluster:
         if variant == "legacy":
@@ -96,7 +104,22 @@ def _shapes(rows: Sequence[Mapping[str, Any]]) -> list[_Shape]:
                    int(r["errors_b"]), int(r["loops_b"]),
                    stats.PairedCluster(int(r["split_errors_a"]), int(r["split_loops_a"]), int(r["split_errors_b"]),
                                        int(r["split_loops_b"]), int(r["sessions"])),
-                   int(r["sessions"])) for r in rows]
+                   int(r["sessions"]), int(r["gives_a"]), int(r["gives_b"]),
+                   stats.PairedCluster(int(r["split_errors_a"]), int(r["split_gives_a"]), int(r["split_errors_b"]),
+                                       int(r["split_gives_b"]), int(r["sessions"]))) for r in rows]
+
+
+def _give_ups(scope: str, shapes: Sequence[_Shape], opts: Mapping[str, int]) -> Comparison:
+    """The share of errors after which the session ended, structured minus legacy, tested as the loop rate is."""
+    found = _comparison(scope, [s.quitting() for s in shapes], opts)
+    t = found.test
+    if t.difference is None or t.rate_a is None or t.rate_b is None:
+        return found
+    word = {"structured_higher": "significantly more often", "structured_lower": "significantly less often"}.get(
+        t.verdict, "about as often")
+    message = (f"sessions ended right after an error {word} in the structured arm: {t.rate_b:.1%} vs legacy "
+               f"{t.rate_a:.1%} (difference {t.difference:+.1%}, 95% CI {t.ci_low:+.1%} to {t.ci_high:+.1%})")
+    return dataclasses.replace(found, test=dataclasses.replace(t, message=message))
 
 
 def _arm(variant: str, calls: Mapping[str, Any] | None, err: Mapping[str, Any] | None, codes: Mapping[str, int],
@@ -259,6 +282,7 @@ def loop_rate_report(
             cutover_at=cutovers.get(name), variants=tuple(g.stats for g in tool_rows if g.key == name),
             periods=tuple(periods.get(name, ())),
             comparison=_comparison(name, [s for s in shapes if s.tool == name], opts),
+            give_ups=_give_ups(name, [s for s in shapes if s.tool == name], opts),
         ))
     changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}

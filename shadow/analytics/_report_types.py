@@ -113,6 +113,7 @@ class ToolReport:
     recommendation: Recommendation | None = None
     leaks: int | None = None  # errors whose structured payload holds traceback text or paths (scanned, capped)
     evidence: Evidence | None = None
+    give_ups: Comparison | None = None  # the share of errors after which the session ended, arm against arm
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,7 +140,7 @@ def tool_rows(data: DashboardData) -> str:
         rows.append(
             f"<tr><td>{e(t.tool)}</td><td>{verdict}</td><td class='num'>{t.calls:,}</td>"
             f"<td class='num'>{t.errors:,}</td><td class='num'>{e(when(t.cutover_at))}</td>{cells}"
-            f"<td>{design}{e(t.comparison.test.message)}</td><td>{_power_cell(t)}</td></tr>")
+            f"<td>{design}{e(t.comparison.test.message)}{_give_ups_cell(t)}</td><td>{_power_cell(t)}</td></tr>")
     reduction = next((t.power.relative_reduction for t in data.tools if t.power is not None), 0.3)
     head = ("<tr><th>tool</th><th>readiness (count checks; <code>shadow ready TOOL</code> also scans for leaks)</th>"
             "<th>calls</th><th>errors</th><th>cutover</th><th>before (legacy)</th><th>after, legacy</th>"
@@ -237,3 +237,10 @@ def flag_rows(data: DashboardData) -> str:
             "Who changed which flag, when and why, from the flag audit log.</p>"
             f"<table id=\"flags\"><tr><th>time</th><th>tool</th><th>change</th><th>actor</th><th>reason</th></tr>"
             f"{''.join(rows)}</table></section>")
+
+
+def _give_ups_cell(t: ToolReport) -> str:
+    """The give-up share next to the loop rate: sessions that ended right after an error, arm against arm."""
+    if t.give_ups is None or t.give_ups.test.difference is None:
+        return ""
+    return f"<br><small>give-ups: {e(t.give_ups.test.message)}</small>"

@@ -4,13 +4,15 @@
 -- Reads:  error_followups, flag_periods.
 -- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
 -- Returns (tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
--- split_loops_b, sessions): how many sessions had exactly that shape. Arm a is legacy, arm b structured;
+-- split_loops_b, gives_a, gives_b, split_gives_a, split_gives_b, sessions): how many sessions had exactly that
+-- shape. A give-up is an error after which the session ended (follow-up 'end' or 'nothing'): the task was dropped. Arm a is legacy, arm b structured;
 -- all_tools rows pool every tool (a session is then one cluster across tools). "split" counts only errors made
 -- while the tool's flag split sessions between the arms (mode 'cutover' with 0 < percent < 100): a randomised
 -- comparison. Errors cluster within sessions; these shapes are what the cluster-robust intervals, the seeded
 -- session bootstrap (resampling shapes is resampling sessions) and the two-arm test need.
 WITH filtered AS (
     SELECT e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
+           e.follow_up IN ('end', 'nothing') AS gave_up,
            EXISTS (
                SELECT 1 FROM flag_periods AS p
                WHERE p.randomised AND p.tool = e.tool AND e.ts >= p.starts_at
@@ -33,12 +35,16 @@ per_session AS (
         count(*) FILTER (WHERE in_split AND NOT in_b) AS split_errors_a,
         count(*) FILTER (WHERE in_split AND NOT in_b AND looped) AS split_loops_a,
         count(*) FILTER (WHERE in_split AND in_b) AS split_errors_b,
-        count(*) FILTER (WHERE in_split AND in_b AND looped) AS split_loops_b
+        count(*) FILTER (WHERE in_split AND in_b AND looped) AS split_loops_b,
+        count(*) FILTER (WHERE NOT in_b AND gave_up) AS gives_a,
+        count(*) FILTER (WHERE in_b AND gave_up) AS gives_b,
+        count(*) FILTER (WHERE in_split AND NOT in_b AND gave_up) AS split_gives_a,
+        count(*) FILTER (WHERE in_split AND in_b AND gave_up) AS split_gives_b
     FROM filtered
     GROUP BY GROUPING SETS ((tool, session_id), (session_id))
 )
 SELECT tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
-       split_loops_b, count(*) AS sessions
+       split_loops_b, gives_a, gives_b, split_gives_a, split_gives_b, count(*) AS sessions
 FROM per_session
 GROUP BY ALL
 ORDER BY ALL
