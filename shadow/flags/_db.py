@@ -7,17 +7,15 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from shadow import _clock as clock
 from shadow._config import settings, sqlite_path
-from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow.calllog import _sqlite as db
 from shadow.calllog._sqlite import read_sqlite
 from shadow.flags import _last_known as last_known
+from shadow.flags._audit import FlagWrites, default_actor, rows_to_states
 from shadow.flags._model import (
     ENV_VAR,
     KILL_SWITCH,
@@ -33,6 +31,7 @@ from shadow.flags._model import (
     parse_mode,
 )
 from shadow.flags._start import await_start, is_pending, logs_any, origin, wait_for
+from shadow.flags._static import StaticFlags
 from shadow.typing import FlagSource
 
 if TYPE_CHECKING:
@@ -67,48 +66,7 @@ __all__ = [
 log = get_logger("shadow.flags")
 
 
-class StaticFlags:
-    """Flags fixed in memory, for example from ``SHADOW_FLAGS`` in front of the database."""
-
-    def __init__(self, states: Mapping[str, FlagState], fallback: FlagSource | None = None, *,
-                 source: str = "custom") -> None:
-        self.states = dict(states)
-        self.fallback = fallback
-        self.source = source  # what ``origin`` says of a pinned flag: "env" for SHADOW_FLAGS
-
-    def state(self, tool: str) -> FlagState:
-        """The pinned flag of ``tool``, else ``'*'``'s, else the fallback's."""
-        found = self.states.get(tool) or self.states.get(KILL_SWITCH)
-        if found is not None:
-            return found
-        return self.fallback.state(tool) if self.fallback is not None else LEGACY
-
-    def pending(self, tool: str) -> bool:
-        """Whether ``tool``'s flag is not known yet (not pinned here, and the fallback has not loaded)."""
-        if tool in self.states or KILL_SWITCH in self.states:
-            return False
-        return self.fallback is not None and is_pending(self.fallback, tool)
-
-    def wait(self, timeout: float | None = 5.0) -> bool:
-        """Block until the fallback's flags are loaded (True at once without one)."""
-        return wait_for(self.fallback, timeout) if self.fallback is not None else True
-
-    def origin(self, tool: str) -> str:
-        """``source`` for a pinned flag, else where the fallback had it from."""
-        if tool in self.states or KILL_SWITCH in self.states or self.fallback is None:
-            return self.source
-        return origin(self.fallback, tool)
-
-    def logs_any(self) -> bool:
-        """Whether a pin or the fallback puts any tool in shadow or cutover."""
-        if any(s.mode is not Mode.LEGACY for s in self.states.values()):
-            return True
-        if KILL_SWITCH in self.states:
-            return False  # every other tool pinned legacy
-        return self.fallback is not None and logs_any(self.fallback)
-
-
-class DbFlags:
+class DbFlags(FlagWrites):
     """Flags in the database (tables ``flags`` and ``flag_audit``), cached per process for ``ttl`` seconds.
 
     Loading and refreshing happen in a background thread, so a tool call never waits on the database once the
@@ -301,7 +259,7 @@ class DbFlags:
             return (*self._read(), True)
         if not path.exists():
             return {}, False, False
-        return (*_rows_to_states(read_sqlite(path)), True)
+        return (*rows_to_states(read_sqlite(path)), True)
 
     def _read(self) -> tuple[dict[str, FlagState], bool]:
         from sqlalchemy import select
@@ -310,7 +268,7 @@ class DbFlags:
 
         with self._engine().connect() as conn:
             rows = conn.execute(select(tables.flags.c.tool, tables.flags.c.mode, tables.flags.c.percent)).all()
-        return _rows_to_states([tuple(row) for row in rows])
+        return rows_to_states([tuple(row) for row in rows])
 
     def invalidate(self) -> None:
         """Re-read the flags now, in this thread (after a change; an admin path, never the hot path)."""
@@ -321,104 +279,6 @@ class DbFlags:
     def states(self) -> tuple[dict[str, FlagState], bool]:
         """Every stored flag, and whether the kill switch is on (read now, not cached; nothing is created)."""
         return self._read() if self._exists() else ({}, False)
-
-    def set(
-        self, tool: str, mode: Mode | str, percent: int = 100, *, actor: str | None = None,
-        reason: str | None = None,
-    ) -> AuditEntry | None:
-        """Change a tool's flag and write the audit row, in one transaction; None when it already had that flag
-        (nothing is written)."""
-        if not tool or tool == KILL_SWITCH or len(tool) > 200:
-            raise ValueError("the tool name must be 1 to 200 characters and not '*' (use kill/unkill for that)")
-        new = FlagState(parse_mode(mode), check_percent(percent) if parse_mode(mode) is Mode.CUTOVER else 100)
-        return self._write(tool, new.mode.value, new.percent, actor, reason)
-
-    def kill(self, *, actor: str | None = None, reason: str | None = None) -> AuditEntry | None:
-        """Send every tool back to legacy at once (None when the kill switch was on already)."""
-        return self._write(KILL_SWITCH, "killed", 100, actor, reason)
-
-    def unkill(self, *, actor: str | None = None, reason: str | None = None) -> AuditEntry | None:
-        """Lift the kill switch: every tool returns to its own flag (None when it was not on)."""
-        return self._write(KILL_SWITCH, "live", 100, actor, reason, unset_is="live")
-
-    def _write(self, tool: str, mode: str, percent: int, actor: str | None, reason: str | None,
-               unset_is: str | None = None) -> AuditEntry | None:
-        from sqlalchemy import select
-
-        from shadow.calllog import _tables as tables
-
-        who = actor or default_actor()
-        now = clock.now()
-        flags, audit = tables.flags, tables.flag_audit
-        with self._engine().begin() as conn:
-            old = conn.execute(
-                select(flags.c.mode, flags.c.percent).where(flags.c.tool == tool).with_for_update()
-            ).first()
-            if (tuple(old) if old is not None else (unset_is, 100)) == (mode, percent):
-                return None  # no change: no audit row
-            values = {"mode": mode, "percent": percent, "updated_at": now, "updated_by": who}
-            if old is None:
-                conn.execute(flags.insert().values(tool=tool, **values))
-            else:
-                conn.execute(flags.update().where(flags.c.tool == tool).values(**values))
-            entry = AuditEntry(new_id(), tool, old[0] if old else None, old[1] if old else None, mode, percent,
-                               who, reason, now)
-            conn.execute(audit.insert().values(
-                id=entry.id, tool=tool, old_mode=entry.old_mode, old_percent=entry.old_percent, new_mode=mode,
-                new_percent=percent, actor=who, reason=reason, ts=now,
-            ))
-        log.info("flag_flipped", tool=tool, old_mode=entry.old_mode, new_mode=mode, percent=percent, actor=who,
-                 reason=reason)
-        self.invalidate()
-        return entry
-
-    def history(self, tool: str | None = None, limit: int | None = None) -> list[AuditEntry]:
-        """Audit entries, oldest first (``tool`` narrows; ``'*'`` is the kill switch)."""
-        from sqlalchemy import select
-
-        from shadow.calllog import _tables as tables
-
-        if not self._exists():
-            return []
-        audit = tables.flag_audit
-        query = select(audit).order_by(audit.c.ts, audit.c.id)
-        if tool is not None:
-            query = query.where(audit.c.tool == tool)
-        with self._engine().connect() as conn:
-            rows = conn.execute(query).mappings().all()
-        entries = [
-            AuditEntry(r["id"], r["tool"], r["old_mode"], r["old_percent"], r["new_mode"], r["new_percent"],
-                       r["actor"], r["reason"], clock.utc(r["ts"]))
-            for r in rows
-        ]
-        return entries[-limit:] if limit else entries
-
-
-def _rows_to_states(rows: list[tuple[Any, ...]]) -> tuple[dict[str, FlagState], bool]:
-    states: dict[str, FlagState] = {}
-    killed = False
-    for tool, mode, percent in rows:
-        if tool == KILL_SWITCH:
-            killed = mode == "killed"
-            continue
-        try:
-            states[tool] = FlagState(Mode(mode), int(percent))
-        except ValueError:
-            log.warning("flag_row_invalid", tool=tool, mode=mode, percent=percent)
-    return states, killed
-
-
-def default_actor() -> str:
-    """Who is changing a flag, when not said: the OS user and host."""
-    import getpass
-    import socket
-
-    try:
-        user = getpass.getuser()
-    except Exception:
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
-
 
 _lock = threading.Lock()
 _source: FlagSource | None = None
