@@ -102,6 +102,7 @@ class PendingCall:
     exc: BaseException | None = None
     outcome: Outcome | None = None
     epoch: int | None = None
+    flag_source: str | None = None
 
     def build(self) -> CallRecord:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
@@ -149,6 +150,7 @@ class PendingCall:
             host=sessions.HOST,
             source=self.spec.source,
             epoch=self.epoch,
+            flag_source=self.flag_source,
         )
 
     def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int) -> CallRecord | None:
@@ -181,7 +183,7 @@ class PendingCall:
             legacy_payload=value, new_payload=payload, code=None, retryable=None,
             next_action=None, retry_after_ms=None, error_field=None, rule=None, unmapped=False, schema_valid=True,
             latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
-            epoch=self.epoch,
+            epoch=self.epoch, flag_source=self.flag_source,
         )
 
     def _arguments(self) -> dict[str, Any]:
@@ -248,7 +250,8 @@ def _internal_failure(tool: str, exc: Exception, operation: str = "adapter") -> 
 
 @dataclass(slots=True)
 class _Started:
-    """A call that is being shadowed: its flag, arm, place in the session and start times (wall, monotonic)."""
+    """A call that is being shadowed: its flag, arm, place in the session, where its flag came from and start times
+    (wall, monotonic)."""
 
     mode: Mode
     variant: Variant
@@ -256,6 +259,7 @@ class _Started:
     seq: int
     epoch: int | None
     provisional: FlagSource | None
+    flag_source: str
     t0: int
     p0: int
 
@@ -272,22 +276,37 @@ class _Runner:
         self.deliver = deliver  # how a framework integration serves the payload (an MCP result, a JSON string)
 
     def begin(self) -> _Started | None:
-        """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure)."""
+        """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure).
+
+        The first calls of a process wait for its first flag read (``flags.await_start``, at most
+        ``flag_start_wait`` seconds, and not at all when the last-known file or ``SHADOW_FLAGS`` has the flags).
+        A call made after that bound without flags is served legacy and resolved by the writer (``_provisional``),
+        and its session keeps the legacy arm for the tool until the tool's flag changes (``sessions.hold_late``).
+        """
         try:
             source = self.flags or flagmod.current()
-            state = source.state(self.spec.name)
+            name = self.spec.name
+            state = source.state(name)
             if state.mode is _LEGACY:
-                if state is not flagmod.LEGACY or not flagmod.is_pending(source, self.spec.name):
+                if state is not flagmod.LEGACY or not flagmod.is_pending(source, name):
+                    if sessions.LATE and name in sessions.LATE:
+                        sessions.hold_late("", name, state)  # the flag known after the start: a change releases
                     return None
-                # Before the first flag load: serve legacy (as shadow mode would) and let the writer decide.
-                sid = sessions.current()
-                epoch, seq = sessions.next_position(sid)
-                return _Started(_SHADOW, _ARM_LEGACY, sid, seq, epoch, source, clock.now_ns(),
-                                time.perf_counter_ns())
+                if not flagmod.await_start(source, name):
+                    sid = sessions.current()
+                    sessions.pin_late(sid, name)
+                    epoch, seq = sessions.next_position(sid)
+                    return _Started(_SHADOW, _ARM_LEGACY, sid, seq, epoch, source, "late", clock.now_ns(),
+                                    time.perf_counter_ns())
+                return self.begin()  # the flags are known now
             sid = sessions.current()
             variant = state.variant(sid) if state.mode is _CUTOVER else _ARM_LEGACY
+            origin = None
+            if sessions.LATE and name in sessions.LATE and sessions.hold_late(sid, name, state):
+                variant, origin = _ARM_LEGACY, "late"
             epoch, seq = sessions.next_position(sid)
-            return _Started(state.mode, variant, sid, seq, epoch, None, clock.now_ns(), time.perf_counter_ns())
+            return _Started(state.mode, variant, sid, seq, epoch, None, origin or flagmod.origin(source, name),
+                            clock.now_ns(), time.perf_counter_ns())
         except Exception as exc:
             _internal_failure(self.spec.name, exc, "adapter.flag")
             return None
@@ -309,7 +328,7 @@ class _Runner:
             call = PendingCall(
                 spec=self.spec, mode=started.mode, variant=started.variant, session_id=started.session_id,
                 seq=started.seq, epoch=started.epoch, started_ns=started.t0, latency_ns=latency, args=args,
-                kwargs=kwargs, value=value, exc=exc, outcome=outcome,
+                kwargs=kwargs, value=value, exc=exc, outcome=outcome, flag_source=started.flag_source,
             )
             if started.provisional is not None:  # made before the flags were loaded: the writer resolves it
                 from shadow._provisional import ProvisionalCall

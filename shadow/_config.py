@@ -21,8 +21,14 @@ _ENV: Final = {
     "warehouse": "SHADOW_WAREHOUSE",
     "spool_path": "SHADOW_SPOOL",
     "flag_ttl": "SHADOW_FLAG_TTL",
+    "flag_start_wait": "SHADOW_FLAG_START_WAIT",
+    "flags_last_known": "SHADOW_FLAGS_LAST_KNOWN",
+    "flags_last_known_max_age": "SHADOW_FLAGS_LAST_KNOWN_MAX_AGE",
+    "flags_after_fork": "SHADOW_FLAGS_AFTER_FORK",
     "strict": "SHADOW_STRICT",
 }
+#: What a forked child does with the flags its parent had loaded (``flags_after_fork``).
+AFTER_FORK: Final = ("inherit", "reload")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +39,14 @@ class Settings:
     warehouse: str | None = None  # DuckDB file; default: beside the SQLite store, else ./shadow.duckdb
     spool_path: str | None = None  # append-only file for records the database could not take
     flag_ttl: float = 5.0  # seconds a process trusts its cached flags
+    #: Seconds a process's first calls wait for its first flag read (LaunchDarkly's ``start_wait``); past it they
+    #: are served legacy, one warning is logged and their records say ``flag_source='late'``.
+    flag_start_wait: float = 5.0
+    #: The last-known flags file (written after each successful read, read at start-up); "off" for none. Default:
+    #: beside a SQLite call log (``shadow.db`` -> ``shadow.flags.json``), else in the user's cache directory.
+    flags_last_known: str | None = None
+    flags_last_known_max_age: float = 86400.0  # seconds after which a last-known file is too old to start on
+    flags_after_fork: str = "inherit"  # a forked child serves its parent's flags ("inherit") or starts afresh
     max_args_bytes: int = 8192  # stored arguments, after redaction
     max_payload_bytes: int = 16384  # stored legacy payload, after redaction
     queue_size: int = 10000  # records waiting for the writer
@@ -98,14 +112,20 @@ _FALSE: Final = frozenset({"0", "false", "no", "off"})
 
 def _check(name: str, var: str, raw: str) -> tuple[Any, Problem | None]:
     """The setting's value parsed from ``raw``, or a problem (and the value is not used)."""
-    if name == "flag_ttl":
+    if name in ("flag_ttl", "flag_start_wait", "flags_last_known_max_age"):
         try:
             seconds = float(raw)
         except ValueError:
             seconds = math.nan
         if not math.isfinite(seconds) or seconds < 0:
-            return None, Problem(var, raw, "is not a finite, non-negative number of seconds", "5")
+            example = {"flag_ttl": "5", "flag_start_wait": "5"}.get(name, "86400")
+            return None, Problem(var, raw, "is not a finite, non-negative number of seconds", example)
         return seconds, None
+    if name == "flags_after_fork":
+        word = raw.strip().lower()
+        if word not in AFTER_FORK:
+            return None, Problem(var, raw, "is not inherit or reload", "inherit")
+        return word, None
     if name == "strict":
         word = raw.strip().lower()
         if word not in _TRUE | _FALSE:
@@ -196,6 +216,10 @@ class Changes(TypedDict, total=False):
     warehouse: str | None
     spool_path: str | None
     flag_ttl: float
+    flag_start_wait: float
+    flags_last_known: str | None
+    flags_last_known_max_age: float
+    flags_after_fork: str
     max_args_bytes: int
     max_payload_bytes: int
     queue_size: int
@@ -225,6 +249,9 @@ def configure(**changes: Unpack[Changes]) -> Settings:
 
         if not is_otlp_url(str(changes["db_url"])):
             normalise_url(changes["db_url"])  # a URL shadow cannot use is a ValueError here, not a log line later
+    after_fork = changes.get("flags_after_fork", "inherit")
+    if after_fork not in AFTER_FORK:
+        raise ValueError(f"flags_after_fork must be one of {', '.join(AFTER_FORK)}, not {after_fork!r}")
     hook = changes.get("on_internal_error")
     if hook is not None and not callable(hook):
         raise TypeError(f"on_internal_error must be a function (operation, error), not {type(hook).__name__}")

@@ -1,8 +1,9 @@
 """Operational logging through the standard ``logging`` module; shadow configures no logging of its own.
 
-Each shadow logger is a structlog logger. When the application configured structlog, events go through the
-application's pipeline; otherwise they go to the stdlib logger of the same name (``shadow.writer``, ...), so the
-host's handlers, levels and formats apply. The command line sets up stderr output for itself (``setup_cli``).
+When the application configured structlog, events go through the application's pipeline; otherwise they go to
+the stdlib logger of the same name (``shadow.writer``, ...), so the host's handlers, levels and formats apply.
+structlog is never imported here: an application that configured it has imported it. The command line sets up
+stderr output for itself (``setup_cli``).
 """
 
 from __future__ import annotations
@@ -15,22 +16,14 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any, Final
 
-import structlog
-
 LEVEL_ENV: Final = "SHADOW_LOG_LEVEL"
 #: The attribute of a ``logging.LogRecord`` that carries the event's fields.
 FIELDS: Final = "shadow_fields"
 
 
-def _to_stdlib(
-    _logger: Any, method: str, event: MutableMapping[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The last processor: the event name as the message, the fields on the record (``record.shadow_fields``)."""
-    exc_info = event.pop("exc_info", None)
-    name = str(event.pop("event", ""))
-    fields = dict(event)
-    text = " ".join([name, *(f"{k}={v!r}" for k, v in fields.items())])
-    return (text,), {"exc_info": exc_info, "extra": {FIELDS: {"event": name, **fields}}}
+def _fields_text(event: str, fields: MutableMapping[str, Any]) -> str:
+    """The stdlib message: the event name, then ``key=value`` for each field."""
+    return " ".join([event, *(f"{k}={v!r}" for k, v in fields.items())])
 
 
 class _Logger:
@@ -40,31 +33,55 @@ class _Logger:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._stdlib: Any = structlog.wrap_logger(
-            logging.getLogger(name),
-            processors=[structlog.stdlib.filter_by_level, _to_stdlib],
-            wrapper_class=structlog.stdlib.BoundLogger,
-        )
+        self._stdlib = logging.getLogger(name)
 
-    def _target(self) -> Any:
-        if structlog.is_configured():
+    def _structlog(self) -> Any:
+        structlog = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
             return structlog.get_logger(self._name)
-        return self._stdlib
+        return None
+
+    def _log(self, level: int, event: str, kw: dict[str, Any], exc_info: Any = None) -> None:
+        logger = self._stdlib
+        if not logger.isEnabledFor(level):
+            return
+        exc = kw.pop("exc_info", exc_info)
+        logger.log(level, _fields_text(event, kw), exc_info=exc, extra={FIELDS: {"event": event, **kw}})
 
     def debug(self, event: str, **kw: Any) -> None:
-        self._target().debug(event, **kw)
+        target = self._structlog()
+        if target is not None:
+            target.debug(event, **kw)
+        else:
+            self._log(logging.DEBUG, event, kw)
 
     def info(self, event: str, **kw: Any) -> None:
-        self._target().info(event, **kw)
+        target = self._structlog()
+        if target is not None:
+            target.info(event, **kw)
+        else:
+            self._log(logging.INFO, event, kw)
 
     def warning(self, event: str, **kw: Any) -> None:
-        self._target().warning(event, **kw)
+        target = self._structlog()
+        if target is not None:
+            target.warning(event, **kw)
+        else:
+            self._log(logging.WARNING, event, kw)
 
     def error(self, event: str, **kw: Any) -> None:
-        self._target().error(event, **kw)
+        target = self._structlog()
+        if target is not None:
+            target.error(event, **kw)
+        else:
+            self._log(logging.ERROR, event, kw)
 
     def exception(self, event: str, **kw: Any) -> None:
-        self._target().exception(event, **kw)
+        target = self._structlog()
+        if target is not None:
+            target.exception(event, **kw)
+        else:
+            self._log(logging.ERROR, event, kw, exc_info=True)
 
 
 def get_logger(name: str) -> _Logger:

@@ -12,7 +12,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from shadow import _clock as clock
 from shadow._ids import new_id
@@ -20,6 +20,9 @@ from shadow._logs import get_logger
 from shadow._names import check_name
 from shadow.calllog._records import MarkRecord
 from shadow.integrations._context import framework_session
+
+if TYPE_CHECKING:
+    from shadow.flags._model import FlagState
 
 log = get_logger("shadow.sessions")
 
@@ -66,10 +69,11 @@ def process_session() -> str:
 
 
 def _forget_process_session() -> None:
-    """After ``fork`` in the child: a new process session, and a lock no thread of the parent can be holding."""
-    global _process_session, _counters_lock
+    """After ``fork`` in the child: a new process session, and locks no thread of the parent can be holding."""
+    global _process_session, _counters_lock, _late_lock
     _process_session = None
     _counters_lock = threading.Lock()
+    _late_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_process_session)
@@ -102,6 +106,43 @@ def next_position(session_id: str) -> tuple[int, int]:
         return found[0], next(found[1])
 
 
+#: Per tool: the sessions served legacy because the start wait passed before the flags were known (an arm per
+#: session: they keep the legacy arm for that tool until its flag changes). Empty in a process that started in time.
+LATE: dict[str, OrderedDict[str, None]] = {}
+#: Per tool with late sessions: the first flag known after them; a different flag releases them all.
+_late_flag: dict[str, FlagState] = {}
+_late_lock = threading.Lock()
+
+
+def pin_late(session_id: str, tool: str) -> None:
+    """``session_id`` was served legacy for ``tool`` before the flags were known: it keeps that arm (bounded like
+    the counters: past ``_MAX_COUNTERS`` sessions per tool, the oldest is forgotten)."""
+    with _late_lock:
+        held = LATE.setdefault(tool, OrderedDict())
+        held[session_id] = None
+        held.move_to_end(session_id)
+        if len(held) > _MAX_COUNTERS:
+            held.popitem(last=False)
+
+
+def hold_late(session_id: str, tool: str, state: FlagState) -> bool:
+    """Whether ``session_id`` keeps the legacy arm for ``tool`` under ``state``: it was served before the flags were
+    known, and ``tool``'s flag is still the first one known after that (a kill, a new percentage release it)."""
+    with _late_lock:
+        first = _late_flag.setdefault(tool, state)
+        if first != state:
+            LATE.pop(tool, None)
+            _late_flag.pop(tool, None)
+            return False
+        held = LATE.get(tool)
+        return held is not None and session_id in held
+
+
+def has_position(session_id: str) -> bool:
+    """Whether this process has given ``session_id`` a sequence number (logged a call or a mark in it)."""
+    return session_id in _counters
+
+
 def next_seq(session_id: str) -> int:
     """The next sequence number in ``session_id`` (``next_position`` without the epoch)."""
     return next_position(session_id)[1]
@@ -122,6 +163,8 @@ def mark(kind: MarkKind, *, source: str = "live") -> None:
     if kind not in MARK_KINDS:
         raise ValueError(f"mark kind must be one of {', '.join(MARK_KINDS)}, not {kind!r}")
     sid = current()
+    if not has_position(sid) and not _may_log():
+        return  # nothing of this session is logged and no tool is shadowed: a mark would only create the call log
     epoch, seq = next_position(sid)
     record = MarkRecord(
         id=new_id(),
@@ -144,3 +187,16 @@ def mark(kind: MarkKind, *, source: str = "live") -> None:
 
         if settings().strict:
             raise
+
+
+def _may_log() -> bool:
+    """Whether the process-wide flags put any tool in shadow or cutover (waiting for them as a first call would)."""
+    try:
+        from shadow.flags import _db as flagmod
+
+        source = flagmod.current()
+        if flagmod.is_pending(source, ""):
+            flagmod.await_start(source, "")
+        return flagmod.logs_any(source)
+    except Exception:
+        return True

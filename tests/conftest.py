@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 
@@ -17,6 +18,8 @@ from shadow import _sessions as sessions
 PG_ENV = "SHADOW_TEST_POSTGRES_URL"
 # One fingerprint key for the suite and its subprocesses, so no test writes ~/.config/shadow/fingerprint.key.
 os.environ.setdefault("SHADOW_FINGERPRINT_KEY", "shadow-test-suite-key")
+# Last-known flag files of PostgreSQL flag databases go to the cache directory: a throw-away one, not ~/.cache.
+os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="shadow-test-cache-"))
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +29,8 @@ def _fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(var, raising=False)
     config.reset()
     sessions._counters.clear()
+    sessions.LATE.clear()
+    sessions._late_flag.clear()
     yield
     config.reset()
     structlog.reset_defaults()  # capture_logs() leaves structlog "configured", which reroutes shadow's events

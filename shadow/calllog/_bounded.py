@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from shadow.calllog._store import StoreUnavailable
+from shadow.calllog._outage import StoreUnavailable
 
 
 class _Job:

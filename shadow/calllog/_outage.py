@@ -9,6 +9,10 @@ from shadow._logs import get_logger
 log = get_logger("shadow.writer")
 
 
+class StoreUnavailable(Exception):
+    """The database cannot be reached, is locked, or cannot write now; the writer spools and retries later."""
+
+
 class Outage:
     """Whether the store is down, and when to probe it next (``initial`` doubling up to ``maximum`` seconds)."""
 

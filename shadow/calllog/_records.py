@@ -41,6 +41,7 @@ class CallRecord:
     host: str
     source: str = "live"
     epoch: int | None = None
+    flag_source: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The row to insert into ``calls``."""

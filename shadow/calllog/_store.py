@@ -16,13 +16,9 @@ from shadow import _plain as plain
 from shadow._clock import utc
 from shadow.calllog import _db as db
 from shadow.calllog import _migrate as migrate
+from shadow.calllog._outage import StoreUnavailable
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._tables import calls, marks, writer_stats
-
-
-class StoreUnavailable(Exception):
-    """The database cannot be reached, is locked, or cannot write now; the writer spools and retries later."""
-
 
 #: SQLSTATE classes and codes that say "not now", not "never": connection failures (08), a read-only
 #: transaction or database (25006, a failover), resources (53: disk full, too many connections), operator
@@ -125,6 +121,9 @@ def _bulk_sql(table: Table, fields: list[str], json: set[str]) -> str:
     columns = ", ".join(f"{_quote(n)} {table.c[n].type.compile(dialect=dialect)}" for n in fields)
     return (f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) SELECT {values} "
             f"FROM json_to_recordset(%s::json) AS r({columns}) ON CONFLICT ({_quote('id')}) DO NOTHING")
+
+
+__all__ = ["SqlStore", "StoreUnavailable", "is_outage"]
 
 
 class SqlStore:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shadow.calllog._bounded import BoundedStore
-from shadow.calllog._outage import Outage
+from shadow.calllog._outage import Outage, StoreUnavailable
 from shadow.calllog._records import Record
 from shadow.calllog._spool import Spool
-from shadow.calllog._store import StoreUnavailable
 from shadow.typing import Store
 
 Fail = Callable[..., None]

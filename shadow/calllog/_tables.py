@@ -35,6 +35,8 @@ _INSERTED_AT = text("CURRENT_TIMESTAMP")
 #: A session's events order by (epoch, seq): seq restarts when a process restarts (or evicts an idle session's
 #: counter), and the new counter's later epoch keeps the restart from reading as earlier events.
 _EPOCH_COMMENT = "microseconds since 1970 when this process started the session's seq counter"
+FLAG_SOURCE_COMMENT: Final = ("where the call's flag came from: database, last_known, env, custom; late: served legacy "
+                              "because the start wait passed before the flags were known")
 
 calls: Final = Table(
     "calls",
@@ -66,6 +68,7 @@ calls: Final = Table(
     Column("source", String(32), nullable=False, server_default="live", comment="live, proxy or import"),
     Column("inserted_at", DateTime(timezone=True), nullable=False, server_default=_INSERTED_AT),
     Column("epoch", BigInteger, nullable=True, comment=_EPOCH_COMMENT),
+    Column("flag_source", String(16), nullable=True, comment=FLAG_SOURCE_COMMENT),
     Index(None, "session_id", "seq"),
     Index(None, "tool", "ts"),
     Index(None, "inserted_at"),

@@ -21,7 +21,7 @@ from shadow.cli._options import (
     unseen_tool,
     warn,
 )
-from shadow.flags._db import AuditEntry, DbFlags, Mode
+from shadow.flags._db import KILL_SWITCH, AuditEntry, DbFlags, Mode
 
 flags_app = typer.Typer(help="Per-tool modes (legacy, shadow, cutover), cutover percentages and the kill switch.",
                         no_args_is_help=True)
@@ -77,8 +77,6 @@ def set_flag(
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
     store = _store(db_url, db_alias)
     note = unseen_tool(store.url, tool)
-    if note is not None:
-        warn(f"{note}; check the name, it may be a typo. The flag is set all the same.")
     if mode is Mode.CUTOVER:
         _gate(tool, store.url, force=force, reason=reason, rules=rules)
     try:
@@ -87,12 +85,17 @@ def set_flag(
         fail(str(exc))
     except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
+    if note is not None:  # said once the flag is set: a refused change never reads as set
+        warn(f"{note}; check the name, it may be a typo. The flag is set all the same.")
+    now = mode.value + (f" {percent}%" if mode is Mode.CUTOVER else "")
     if fmt is Format.json:
-        typer.echo(json.dumps({"tool": tool, "mode": entry.new_mode, "percent": entry.new_percent,
-                               "change": _entry_json(entry)}, indent=2))
+        typer.echo(json.dumps({"tool": tool, "mode": mode.value, "percent": percent if mode is Mode.CUTOVER else 100,
+                               "change": _entry_json(entry) if entry is not None else None}, indent=2))
+        return
+    if entry is None:
+        typer.echo(f"{tool}: already {now}; nothing changed, no audit entry written")
         return
     was = f"{entry.old_mode}" + (f" {entry.old_percent}%" if entry.old_mode == "cutover" else "")
-    now = entry.new_mode + (f" {entry.new_percent}%" if entry.new_mode == "cutover" else "")
     typer.echo(f"{tool}: {was if entry.old_mode else '(unset)'} -> {now}")
 
 
@@ -164,9 +167,13 @@ def history(
         typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
         return
     for e in entries:
-        old = f"{e.old_mode}/{e.old_percent}" if e.old_mode else "(unset)"
-        typer.echo(f"{e.ts.isoformat(timespec='seconds')}  {e.tool}  {old} -> {e.new_mode}/{e.new_percent}  "
-                   f"by {e.actor}" + (f"  ({e.reason})" if e.reason else ""))
+        if e.tool == KILL_SWITCH:
+            change = "kill switch ON" if e.new_mode == "killed" else "kill switch off"
+        else:
+            old = f"{e.old_mode}/{e.old_percent}" if e.old_mode else "(unset)"
+            change = f"{old} -> {e.new_mode}/{e.new_percent}"
+        typer.echo(f"{e.ts.isoformat(timespec='seconds')}  {e.tool}  {change}  by {e.actor}"
+                   + (f"  ({e.reason})" if e.reason else ""))
     if not entries:
         typer.echo("no flag changes recorded")
 
@@ -209,6 +216,8 @@ def _kill_switch(on: bool, reason: str | None, actor: str | None, store: DbFlags
     except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
-        typer.echo(json.dumps({"killed": on, "change": _entry_json(entry)}, indent=2))
+        typer.echo(json.dumps({"killed": on, "change": _entry_json(entry) if entry is not None else None}, indent=2))
         return
-    typer.echo("kill switch ON: every tool is served legacy" if on else "kill switch off: tools follow their own flags")
+    already = "" if entry is not None else " (already; nothing changed, no audit entry written)"
+    said = "kill switch ON: every tool is served legacy" if on else "kill switch off: tools follow their own flags"
+    typer.echo(said + already)

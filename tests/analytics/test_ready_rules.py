@@ -67,7 +67,7 @@ def logged(tmp_path: Path) -> tuple[str, Path]:
 
 
 def _cli(args: list[str], url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shadow.cli", *args], cwd=cwd, env=_env(url), text=True,
+    return subprocess.run([sys.executable, "-m", "shadow.cli", *args], cwd=cwd, env=_env(url), text=True, check=False,
                           capture_output=True, timeout=120)
 
 

@@ -69,16 +69,16 @@ def test_an_unreachable_flag_database_means_legacy() -> None:
     assert store.state("anything") == FlagState()
 
 
-def test_a_tool_call_never_waits_for_the_first_load(sqlite_url: str) -> None:
+def test_reading_a_flag_never_waits_for_the_first_load(sqlite_url: str) -> None:
     DbFlags(sqlite_url).set("search", "cutover")
     release = threading.Event()
 
     class SlowFlags(DbFlags):
-        def _read(self) -> tuple[dict[str, FlagState], bool]:
+        def _fetch(self) -> tuple[dict[str, FlagState], bool, bool]:
             release.wait(10)
-            return super()._read()
+            return super()._fetch()
 
-    slow = SlowFlags(sqlite_url)
+    slow = SlowFlags(sqlite_url, last_known="off")  # no last-known file: the first read decides
     assert slow.state("search") == FlagState()  # served legacy while the load is still blocked
     assert not slow.wait(0.05)
     release.set()
