@@ -237,11 +237,10 @@ class Walker:
 
     def _returned_from(self, call: ast.Call) -> None:
         """A returned (or awaited) helper's result: the helper's error returns are this function's, with the chain."""
-        dotted = self._callee(call.func)
-        found = self.index.function(dotted) if dotted else None
-        if found is None or self.depth >= _MAX_DEPTH:
+        helper = self._helper(call.func)
+        if helper is None:
             return
-        assert dotted is not None
+        dotted, found = helper
         where = f"{ast.unparse(call.func)} ({found[0].file}:{found[1].lineno})"
         for site in self.index_returns(dotted, found):
             self._keep(replace(site, file=self.module.file, line=call.lineno, via=(where, *site.via)))
@@ -256,16 +255,23 @@ class Walker:
         """A function passed as a value (a hook, a callback): what escapes from it, as if called here."""
         if isinstance(value, ast.Name) and value.id in self.locals:
             return
-        dotted = self._callee(value)
-        found = self.index.function(dotted) if dotted else None
-        if found is None or self.depth >= _MAX_DEPTH:
+        helper = self._helper(value)
+        if helper is None:
             return
-        assert dotted is not None
+        dotted, found = helper
         where = f"{ast.unparse(value)} passed as a value ({found[0].file}:{found[1].lineno})"
         for escape in self.index_escapes(dotted, found):
             if not self._caught(escape.cls, tries):
                 self._keep(replace(escape, file=self.module.file, line=value.lineno, kind="escapes-from-call",
                                    via=(where, *escape.via)))
+
+    def _helper(self, func: ast.expr) -> tuple[str, tuple[Module, FunctionNode]] | None:
+        """The scanned function an expression names, while the walk may still go deeper; else ``None``."""
+        dotted = self._callee(func)
+        found = self.index.function(dotted) if dotted else None
+        if dotted is None or found is None or self.depth >= _MAX_DEPTH:
+            return None
+        return dotted, found
 
     def _callee(self, func: ast.expr) -> str | None:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") \
