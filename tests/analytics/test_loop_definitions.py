@@ -180,7 +180,8 @@ def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], l
             # and "id_key" makes id order differ from write order
             counter[1] = counter[1] if e.get("tie") and counter[1] else counter[1] + 1
             base = {"id": f"{s:02d}-{e.get('id_key', 0)}-{i:03d}", "session_id": f"session-{s}", "seq": counter[1],
-                    "ts": ts, "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": counter[0]}
+                    "ts": ts, "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": counter[0],
+                    "flag_source": None}
             if e["kind"] == "lost":
                 continue  # its seq stays unused: a gap, as a dropped record or a crashed process leaves
             if e["kind"] != "call":
