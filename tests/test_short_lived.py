@@ -10,10 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from shadow.calllog import _db as db
 from shadow.flags._db import DbFlags
+from tests._sql import rows as _rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,15 +49,6 @@ def _run_child(url: str, tmp: Path, calls: int, flush: bool) -> list[str]:
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
-
-
-def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql))]
-    finally:
-        engine.dispose()
 
 
 @pytest.mark.parametrize("flush", [True, False], ids=["flush", "no-flush"])

@@ -311,28 +311,23 @@ class Walker:
 
     def index_escapes(self, dotted: str, found: tuple[Module, FunctionNode]) -> list[Raw]:
         """What escapes from a helper function, memoised per index (cycles end the recursion)."""
-        cache: dict[str, list[Raw]] = self.index.memo
-        if dotted not in cache:
-            cache[dotted] = []  # in progress: a recursive call adds nothing
-            module, node = found
-            relative = _relative(dotted, module)
-            owner = dotted.rpartition(".")[0] if "." in relative and relative not in module.nested else None
-            walker = Walker(self.index, module, owner, results=False, depth=self.depth + 1, scope=relative)
-            cache[dotted] = [_located(s, module.file) for s in walker.run(node)]
-        return cache[dotted]
-
+        return self._helper_sites(dotted, found, returns=False)
 
     def index_returns(self, dotted: str, found: tuple[Module, FunctionNode]) -> list[Raw]:
         """The error values a helper function returns (through its own returned helpers too), memoised per index."""
+        return self._helper_sites(dotted, found, returns=True)
+
+    def _helper_sites(self, dotted: str, found: tuple[Module, FunctionNode], *, returns: bool) -> list[Raw]:
+        """One walk of a helper, memoised per index and kind: its escapes, or (``returns``) its error returns."""
         cache: dict[str, list[Raw]] = self.index.memo
-        key = f"returns:{dotted}"
+        key = f"returns:{dotted}" if returns else dotted
         if key not in cache:
             cache[key] = []  # in progress: a recursive call adds nothing
             module, node = found
             relative = _relative(dotted, module)
             owner = dotted.rpartition(".")[0] if "." in relative and relative not in module.nested else None
-            walker = Walker(self.index, module, owner, results=True, depth=self.depth + 1, scope=relative)
-            cache[key] = [_located(s, module.file) for s in walker.run(node) if s.kind in _RETURNED]
+            walker = Walker(self.index, module, owner, results=returns, depth=self.depth + 1, scope=relative)
+            cache[key] = [_located(s, module.file) for s in walker.run(node) if not returns or s.kind in _RETURNED]
         return cache[key]
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import create_engine, text
 from shadow.calllog import _db as db
 from shadow.flags import _last_known as last_known
 from shadow.flags._db import DbFlags, FlagState, Mode
+from tests._sql import rows as _rows
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,15 +46,6 @@ def _child(url: str, tmp: Path, code: str = THREE, **env: str) -> subprocess.Com
 
 def _structured(done: subprocess.CompletedProcess[str]) -> int:
     return sum(1 for item in json.loads(done.stdout.splitlines()[-1]) if item.startswith('{"ok":true'))
-
-
-def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql))]
-    finally:
-        engine.dispose()
 
 
 @pytest.mark.postgres
