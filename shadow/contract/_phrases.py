@@ -12,6 +12,21 @@ from shadow.contract._codes import Code
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]]+")
 _PATH = re.compile(r"(?<![\w.:/<>-])(?:~|\.{1,2})?/(?:[\w.@+%~-]+/?)+")
 _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.@+ -]+\\?)+")
+#: Values that vary from call to call and must never decide a code: quoted values (one token, not a JSON key or
+#: value), emails, UUIDs, dates, rates,
+#: amounts, and identifiers (letters with digits, snake_case with digits, hex). A product or company word inside
+#: one (``'acme/billing-service'``, ``BILLING42``) is masked with it.
+_VALUES = re.compile(r"""
+    (?<!:)(?<!:\ )(?:'[^'\s]{1,120}'|(?<![\w"])"[^"\s\\]{1,120}"(?!\s*:)|`[^`\s]{1,120}`|‘[^’\s]{1,120}’|“[^”\s]{1,120}”)
+  | \b[\w.+-]+@[\w-]+\.[\w.-]+\b
+  | \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b
+  | \b\d{4}-\d{2}-\d{2}(?:[T\ ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b
+  | \b\d+(?:\.\d+)?\s?/\s?(?:s|sec|second|min|minute|h|hr|hour|d|day|week|month|year)s?\b
+  | [$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF)\b
+  | \b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b
+""", re.VERBOSE)
+#: ``ERROR_CODES`` and ``snake_case_codes`` (no digits) read as words: ``channel_not_found`` is "channel not found".
+_SNAKE = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+)+\b")
 #: Phrases are read in the start of a text; an error's meaning is stated there, and a long text stays cheap.
 MAX_READ: Final = 4096
 
@@ -29,9 +44,20 @@ class Phrase:
 @functools.lru_cache(maxsize=512)
 def mask_locations(text: str) -> str:
     """The start of the text (``MAX_READ`` characters) with URLs and paths replaced by ``<url>`` and ``<path>``,
-    so a word inside one (a host under ``.invalid``, a directory named ``not-found``) never decides the code."""
+    varying values (quoted values, ids, amounts, dates, rates) by ``<value>``, and snake_case codes spelt as
+    words, so a word inside a value (a host under ``.invalid``, a repository named ``billing``) never decides."""
     text = text[:MAX_READ]
-    return _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
+    text = _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
+    text = _VALUES.sub(_value, text)
+    return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), text)
+
+
+def _value(found: re.Match[str]) -> str:
+    token = found.group(0)
+    # An HTTP status or an error number written next to letters (``HTTP/1.1 404``, ``E11000``) stays readable.
+    if token.strip("'\"`‘’“”").isdigit() or token.startswith(("<", "HTTP", "http")):
+        return token
+    return "<value>"
 
 
 def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
@@ -39,38 +65,55 @@ def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
 
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION
-_STATUS_LINE = r"(?:status(?: code)?:?|returned error:?|http(?:/[\d.]+)?|^(?=(?-i:\d{3} [A-Z])))\s*"
+_STATUS_LINE = (r"(?:status(?: code)?:?|returned(?: error| status| code| http)*:?|http(?:/[\d.]+)?|"
+                r"\b(?:error|code)\s*[:(]?|^(?=(?-i:\d{3} [A-Z])))\s*")
+_SERVICE = (r"(?:service|server|api|backend|upstream|database|db|host|endpoint|site|website|provider|gateway|"
+            r"cluster|instance|node|network)s?")
 
-#: Ordered: the first row whose pattern is found wins, so specific phrases come before broad ones.
+#: Ordered: the first row whose pattern is found wins, so specific phrases come before broad ones, and a service
+#: failure (timed out, 5xx, unavailable) comes before any domain word: "billing backend timed out" is a timeout.
 PHRASES: Final[tuple[Phrase, ...]] = (
     # A value that cannot be, said with "does not exist": the argument is wrong, nothing is missing.
     _p(r"does not exist in .*(?:clock change|daylight|dst)|(?:time|date|day)\b.{0,40}\bdoes not exist\b|"
        r"\bnot a valid (?:date|time)", _V, "a time or value that cannot be (\"does not exist\" about a value)",
        "The value {value} cannot be used here. Pass a value that exists, for example a time outside the gap."),
-    _p(r"\bcolumn \S+ does not exist", _V, "a misspelt column in the query argument",
+    _p(r"\bcolumn \S+ does not exist|\bhas no column", _V, "a misspelt column in the query argument",
        "The query names a column {value} that the table does not have. Correct the query, for example check "
        "the column names first."),
-    # A precondition in the current state: the call is fine, the state is not.
-    _p(r"no changes (?:staged|added)|nothing (?:added )?to commit|head is detached|detached head|"
-       r"would be overwritten by (?:checkout|merge)|commit your changes or stash|uncommitted changes|"
-       r"working (?:tree|directory) (?:is )?(?:not clean|dirty)|not in a clean state|must be empty|"
-       r"is not empty\b|not (?:yet )?initiali[sz]ed|not ready\b|is locked by|already in progress",
-       _FP, "a precondition of the current state does not hold",
-       "The current state does not allow this yet: {value}. Do the required step first, for example check the "
-       "status and stage or clean up."),
+    # Service failures outrank every domain word.
     _p(r"database is locked|\bSQLITE_BUSY\b", Code.UPSTREAM_UNAVAILABLE, "a busy database: retry shortly",
        "The database is busy. Make the identical call again shortly."),
-    # Quotas and rate limits.
-    _p(r"quota|insufficient[_ ]funds|billing|spend(?:ing)?[ _]limit|credit balance|payment required",
-       Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
-       "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
-    _p(r"rate[ _-]?limit|too many requests|slow down|throttl", Code.RATE_LIMITED, "a rate limit",
-       "Too many calls in a short time. Wait and make the identical call again."),
-    # HTTP statuses written into the text ("status code 404", "returned error: 403", "502 Bad Gateway").
     _p(_STATUS_LINE + r"(?:408|504|524)\b", Code.UPSTREAM_TIMEOUT, "an HTTP timeout status in the text",
        "The service did not answer in time. Make the identical call again."),
     _p(_STATUS_LINE + r"(?:502|503|500)\b", Code.UPSTREAM_UNAVAILABLE, "an HTTP 5xx status in the text",
        "The service failed or is overloaded. Make the identical call again shortly."),
+    _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|\btimed? ?out\b|"
+       r"(?:request|read|connect(?:ion)?|navigation|gateway|operation|query|statement|socket|server|upstream|"
+       r"network|api|proxy|response)[ _-]?time-?out|\btime-?out (?:of|after|exceeded|expired|error|waiting|while|"
+       r"reached)|^\s*time-?out\b|\btime-?out\W*$|deadline exceeded|Gateway Time-?out",
+       Code.UPSTREAM_TIMEOUT, "a timeout",
+       "A service this tool depends on did not answer in time. Make the identical call again."),
+    _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bEHOSTUNREACH\b|\bENETUNREACH\b|"
+       r"ConnectError|RemoteProtocolError|Name or service not known|name resolution|could not resolve host|"
+       r"nodename nor servname|connection (?:was |is )?(?:refused|reset|error|issue|aborted|closed|failed|lost)|"
+       r"all connection attempts failed|could not connect|failed to connect|unable to connect|server disconnected|"
+       r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
+       r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
+       r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d",
+       Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
+       "A service this tool depends on could not be reached. Make the identical call again shortly."),
+    # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
+    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|over (?:the )?(?:\w+ )?"
+       r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
+       "Too many calls in a short time. Wait and make the identical call again."),
+    _p(r"quota|spend(?:ing)?[ _]limit|billing (?:hard )?limit|budget (?:is )?(?:exceeded|used up|exhausted)|"
+       r"usage limit|credit balance is too low|out of credits|credits? (?:are )?(?:exhausted|used up)|"
+       r"payment required|(?:plan|subscription|account|monthly|daily) limit (?:reached|exceeded|hit)|"
+       r"\btoo many (?!requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
+       r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+",
+       Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
+       "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
+    # HTTP statuses written into the text ("status code 404", "returned error: 403").
     _p(_STATUS_LINE + r"(?:404|410)\b", _NF, "an HTTP 404 status in the text",
        "Nothing exists at {value}. Check the address, for example list what exists first."),
     _p(_STATUS_LINE + r"401\b", Code.UNAUTHENTICATED, "an HTTP 401 status in the text",
@@ -85,63 +128,96 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The request conflicts with the current state. Read the current state first."),
     _p(_STATUS_LINE + r"(?:400|422)\b", _V, "an HTTP 400 status in the text",
        "The service rejected the request as invalid. Correct the arguments."),
-    # Timeouts, then connection failures (a statement timeout is a timeout, not a cancellation).
-    _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|timed? ?out|"
-       r"timeout|deadline exceeded|Gateway Time-?out", Code.UPSTREAM_TIMEOUT, "a timeout",
-       "A service this tool depends on did not answer in time. Make the identical call again."),
-    _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bEHOSTUNREACH\b|\bENETUNREACH\b|"
-       r"ConnectError|RemoteProtocolError|Name or service not known|name resolution|could not resolve host|"
-       r"nodename nor servname|connection (?:refused|reset|error|issue|aborted|closed)|"
-       r"all connection attempts failed|could not connect|failed to connect|server disconnected|"
-       r"service (?:is )?unavailable|\bunavailable\b|service down|bad gateway|broken pipe",
-       Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
-       "A service this tool depends on could not be reached. Make the identical call again shortly."),
+    # A message that opens by naming the bad argument ("Invalid timezone: ...") is about that argument, whatever
+    # the detail after the colon says.
+    _p(r"^\s*(?:invalid|malformed|bad) (?:\w+ ){0,2}\w+:", _V,
+       "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
+       "example as the tool's input schema describes it."),
+    # A precondition in the current state: the call is fine, the state is not.
+    _p(r"no changes (?:staged|added)|nothing (?:added )?to commit|head is detached|detached head|"
+       r"would be overwritten by (?:checkout|merge)|commit your changes or stash|uncommitted changes|"
+       r"working (?:tree|directory) (?:is )?(?:not clean|dirty)|not in a clean state|must be empty|"
+       r"is not empty\b|not (?:yet )?initiali[sz]ed|not ready\b|is locked by|already in progress",
+       _FP, "a precondition of the current state does not hold",
+       "The current state does not allow this yet: {value}. Do the required step first, for example check the "
+       "status and stage or clean up."),
     # Who may do what.
     _p(r"authentication failed|bad credentials|unauthori[sz]ed|unauthenticated|not authenticated|"
-       r"invalid (?:api )?(?:key|token)|expired (?:token|credentials)|log ?in required", Code.UNAUTHENTICATED,
+       r"invalid[ _-]?auth|invalid (?:api[ _-]?)?(?:key|token|credentials)|(?:api[ _-]?)?(?:key|token) (?:is |was |has )?"
+       r"(?:invalid|not valid|expired|revoked)|expired (?:token|credentials)|log ?in required|not logged in|"
+       r"credentials? (?:are |is )?(?:missing|invalid|expired)", Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
-    _p(r"\bonly \S+(?: \w+)? (?:are|is) (?:allowed|supported)|illegal operation on a directory|\bEISDIR\b|"
-       r"unsupported (?:format|type|media|file)|not a supported", Code.UNSUPPORTED_INPUT,
-       "a kind of input this tool does not handle",
+    _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
+       r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
+       r"protocol|scheme|url|statement|encoding|language|kind)|not a supported|wrong kind of\b",
+       Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
-    _p(r"permission denied|\bEACCES\b|\bEPERM\b|access denied|forbidden|not allowed|outside (?:the )?allowed|"
-       r"not permitted|refused to|not a public address|denied to", Code.PERMISSION_DENIED,
+    _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|not allowed|outside (?:the )?allowed|"
+       r"not in the allowed|not on the allow|not permitted|refused to|not a public address|denied to|"
+       r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
+       r"permissions?|privileges?)|\bread-?only\b", Code.PERMISSION_DENIED,
        "the caller is not allowed to do this", "Access to {value} is not allowed. Ask the user for access "
        "instead of retrying."),
     # What exists already, and conflicts with the current state.
-    _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed", Code.ALREADY_EXISTS,
+    _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
+       r"registered|taken|in use|a member|subscribed|starred|linked|installed|booked)", Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
        "choose another name."),
     _p(r"\bconflict|modified concurrently|concurrent update|could not serialize|version mismatch|"
        r"\[rejected\]|updates were rejected|could not find exact match|out of date|stale", Code.CONFLICT,
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
-    # What the tool cannot do at all ("method not found" is not a missing item).
-    _p(r"not implemented|method not found|not supported", Code.NOT_IMPLEMENTED,
+    # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
+    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported", Code.NOT_IMPLEMENTED,
        "the tool does not support this operation", "This operation is not supported. Use a different tool."),
+    # A value of the wrong form, said in words a business rule also uses ("cannot contain", "does not match").
+    _p(r"\bcannot (?:contain|end with|start with|begin with|be empty|be blank|be null|be negative|be zero|"
+       r"be longer|be shorter|be less|be greater|be more|be before|be after|be in the past|be the same|exceed)|"
+       r"can only contain|must (?:start|begin|end) with|should (?:match|be different|be one of|be between)|"
+       r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
+       r"constraint failed|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|\bnot (?:provided|specified)\b",
+       _V, "an argument has the wrong form", "The argument {value} is not valid. Correct it, for example as the "
+       "tool's input schema describes it."),
+    # A business rule: the state of the order, account or resource does not allow the call.
+    _p(r"insufficient (?:\w+ ){0,3}(?:balance|funds|credit|stock|inventory|seats|capacity)|"
+       r"not enough (?:\w+ ){0,3}(?:balance|funds|credit|seats|stock|inventory|capacity|space|room|tickets)|"
+       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:available|free|open|bookable|eligible)\b|"
+       r"\bno longer (?:available|valid|active|open)|sold out|out of stock|fully booked|"
+       r"\b(?:cannot|can't|can not|could not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent)\b|"
+       r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
+       r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
+       r"\bnon-\w+ \w+ cannot\b|\bno (?:\w+ ){0,2}left\b", _FP, "a business rule: the current state does not allow this call",
+       "The current state does not allow this: {value}. Tell the user, or change the state first."),
     # What does not exist.
     _p(r"did not resolve to an object|no item found|no such (?:ref|branch|file|table|column|key|"
        r"directory|user|remote|tag|commit|object|path|record|item|resource|tool)|\bENOENT\b|"
-       r"pathspec .* did not match|not a git repository|unknown (?:revision|id|item|user|file|tool|ref)|"
+       r"pathspec .* did not match|not a git repository|unknown (?:revision|id|item|user|file|tool|ref|resource|"
+       r"repository|branch|channel|project|issue|page|document|collection|index|prompt|workspace|order|product)|"
        r"malformed object name|not found|no such\b|does not exist|doesn't exist|missing (?:record|item)|"
+       r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\w+ ){1,3}found|zero results|no results|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
-    _p(r"\bcancel+(?:ed|ing)\b|\baborted\b", Code.CANCELLED, "the call was cancelled",
-       "The call was cancelled. Do not repeat it unless the user asks."),
-    _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit) size|entity too large",
+    _p(r"(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
+       r"^\s*cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user",
+       Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
+    _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
+       r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
+    _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
+       "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).
     _p(r"^\s*invalid\b|\binvalid\b|must be|required|missing|malformed|bad request|expected|syntax error|"
-       r"cannot start with|validation error|not a valid|out of range|unrecognized", _V,
+       r"cannot start with|validation error|not a valid|out of range|unrecognized|^\s*unknown\b", _V,
        "an argument is missing or malformed", "The argument {value} is not valid. Correct it, for example as "
        "the tool's input schema describes it."),
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def propose(text: str) -> Phrase | None:
-    """The first phrase found in ``text`` (URLs and paths masked), or ``None``."""
+    """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``."""
     masked = mask_locations(text)
     for phrase in PHRASES:
         if phrase.pattern.search(masked):

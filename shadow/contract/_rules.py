@@ -14,7 +14,7 @@ from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
-from shadow.contract._phrases import PHRASES, Phrase, mask_locations
+from shadow.contract._phrases import PHRASES, Phrase, propose
 from shadow.contract._values import (
     ValueMatch,
     error_text,
@@ -371,7 +371,7 @@ def phrase_matches(phrase: Phrase) -> ValueMatch:
         if not looks_like_error(value):
             return False
         text = error_text(value)
-        return text is not None and phrase.pattern.search(mask_locations(text)) is not None
+        return text is not None and propose(text) is phrase
 
     matcher.__name__ = f"text:{phrase.code.value}"
     return matcher

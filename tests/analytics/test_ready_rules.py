@@ -24,11 +24,11 @@ class OrderRejected(Exception):
 @shadow.tool
 def book(i: int):
     if i % 5 == 0:
-        return f"Error: no seats left on train TR{4400 + i}"
+        return f"Error: train TR{4400 + i} runs on Sundays"
     if i % 5 == 1:
         raise KeyError(f"order {i}")
     if i % 5 == 2:
-        raise OrderRejected(f"coupon SPRING{i} cannot be applied")
+        raise OrderRejected(f"coupon SPRING{i} stacks with no other offer")
     return {"seat": i}
 
 for i in range(60):
@@ -46,7 +46,7 @@ class OrderRejected(Exception):  # the tool layer's own type, by name as the log
     pass
 
 RULES = (shadow.Rules.default()
-         .on_result(r"no seats left on train", "failed_precondition")
+         .on_result(r"runs on Sundays", "failed_precondition")
          .on(KeyError, "not_found", "No such order. List the orders first.")
          .on(OrderRejected, "failed_precondition", "The coupon does not apply. Offer the order without it."))
 """

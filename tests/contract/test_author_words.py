@@ -24,10 +24,9 @@ GENERIC = "The tool failed unexpectedly. Tell the user the operation could not b
 @pytest.mark.parametrize(
     ("legacy", "message"),
     [
-        ("Error: no seats left on train 4411", "no seats left on train 4411"),
-        ({"error": "voucher balance too low"}, "voucher balance too low"),
-        ({"ok": False, "message": "coupon cannot be applied to this order"}, "coupon cannot be applied to this order"),
-        ("Error: totals do not match: 120 vs 95", "totals do not match: 120 vs 95"),
+        ("Error: this fare class earns no loyalty points", "this fare class earns no loyalty points"),
+        ({"error": "the chef says no"}, "the chef says no"),
+        ({"ok": False, "message": "promotions stack with nothing else"}, "promotions stack with nothing else"),
     ],
 )
 def test_an_unplaced_returned_error_is_rejected_with_the_authors_text_never_stop(legacy: object, message: str) -> None:
@@ -39,6 +38,31 @@ def test_an_unplaced_returned_error_is_rejected_with_the_authors_text_never_stop
     assert body["message"] == message
     assert body["next_action"] == "ask_user"
     assert body["retryable"] is False
+
+
+@pytest.mark.parametrize(
+    ("legacy", "code"),
+    [
+        ("Error: no seats left on train 4411", "failed_precondition"),
+        ({"error": "voucher balance too low"}, "failed_precondition"),
+        ({"ok": False, "message": "coupon cannot be applied to this order"}, "failed_precondition"),
+        ("Error: totals do not match: 120 vs 95", "validation_error"),
+        ({"error": "room 12 is not free on 2025-03-02"}, "failed_precondition"),
+        ({"error": "not enough balance in payment method card_88213"}, "failed_precondition"),
+        ({"error": "billing backend timed out"}, "upstream_timeout"),
+        ({"error": "billing API returned 500"}, "upstream_unavailable"),
+        ({"error": "Repository 'acme/billing-service' not found"}, "not_found"),
+    ],
+)
+def test_business_rule_and_service_texts_are_placed_by_what_they_say_not_by_a_product_word(
+    legacy: object, code: str,
+) -> None:
+    found = Rules.default().translate_result(legacy)
+    assert found is not None and not found.unmapped
+    body = found.error.payload()["error"]
+    assert body["code"] == code
+    assert body["next_action"] != "stop"
+    assert body["message"] in json.dumps(legacy)
 
 
 def test_a_placed_returned_error_keeps_the_authors_text_with_the_placed_code() -> None:
@@ -74,10 +98,10 @@ def test_a_frameworks_tool_error_is_shown_text_placed_by_the_phrase_table() -> N
     fastmcp_exceptions = pytest.importorskip("fastmcp.exceptions")
     rules = Rules.default()
     placed = rules.translate_exception(fastmcp_exceptions.ToolError("Order ORD-7 not found"))
-    unplaced = rules.translate_exception(fastmcp_exceptions.ToolError("no seats left on train 4411"))
+    unplaced = rules.translate_exception(fastmcp_exceptions.ToolError("train 4411 runs on Sundays"))
     assert (placed.error.code, placed.error.message, placed.unmapped) == (Code.NOT_FOUND, "Order ORD-7 not found", False)
     assert (unplaced.error.code, unplaced.error.message, unplaced.unmapped) == (
-        Code.REJECTED, "no seats left on train 4411", True)
+        Code.REJECTED, "train 4411 runs on Sundays", True)
 
 
 def test_each_frameworks_model_facing_exception_is_recognised_without_importing_it_in_the_core() -> None:
@@ -106,9 +130,9 @@ def test_a_user_can_mark_their_own_exception_as_shown_to_the_model() -> None:
         pass
 
     rules = Rules.default().shown(OrderRejected)
-    found = rules.translate_exception(OrderRejected("coupon SPRING25 cannot be applied to this order"))
+    found = rules.translate_exception(OrderRejected("coupon SPRING25 stacks with no other offer"))
     assert found.error.code is Code.REJECTED
-    assert found.error.message == "coupon SPRING25 cannot be applied to this order"
+    assert found.error.message == "coupon SPRING25 stacks with no other offer"
     assert (rules + Rules.empty()).translate_exception(OrderRejected("x y z")).error.message == "x y z"
     with pytest.raises(TypeError, match="exception types"):
         Rules.default().shown("OrderRejected")  # type: ignore[arg-type]
@@ -161,7 +185,7 @@ def test_cutover_serves_the_authors_words_in_a_fresh_process(tmp_path: Path) -> 
         import json, shadow
         @shadow.tool
         def book(train: str):
-            return f"Error: no seats left on train {train}"
+            return f"Error: train {train} runs on Sundays"
         print(json.dumps(book("4411")))
         shadow.flush()
     """))
@@ -170,4 +194,4 @@ def test_cutover_serves_the_authors_words_in_a_fresh_process(tmp_path: Path) -> 
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120, check=True).stdout
     body = json.loads(out.splitlines()[0])["error"]
-    assert (body["code"], body["message"], body["next_action"]) == ("rejected", "no seats left on train 4411", "ask_user")
+    assert (body["code"], body["message"], body["next_action"]) == ("rejected", "train 4411 runs on Sundays", "ask_user")
