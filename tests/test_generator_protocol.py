@@ -296,6 +296,7 @@ def test_in_legacy_mode_an_async_generator_tool_behaves_exactly_as_the_bare_func
     bare = aecho_tool(bare_events)
     wrapped = shadow.tool(aecho_tool(wrapped_events), name="aecho", flags=InMemoryFlags({"aecho": "legacy"}))
 
+    script = [*script, ("close", None)]  # closed here, not left to the loop's finalizer (whose timing varies)
     expected = asyncio.run(adrive(bare("p"), script))
     assert asyncio.run(adrive(wrapped("p"), script)) == expected
     assert wrapped_events == bare_events
@@ -337,7 +338,6 @@ _SUBPROCESS = textwrap.dedent('''
                     amount = yield total
                 except LookupError:
                     amount = yield -1
-                    continue
                 total += amount or 0
         finally:
             print("finally", total)
@@ -381,3 +381,24 @@ def test_an_async_generator_consumed_with_async_for_still_counts_its_items(store
 
     assert asyncio.run(consume()) == [0, 1, 2]
     assert [r.legacy_payload for r in records(store, "ticks")] == ["<async generator: 3 items>"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_async_generator_tool_left_open_is_closed_once_when_the_loop_shuts_down(
+    store: InMemoryStore, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    events: list[str] = []
+    aecho = shadow.tool(aecho_tool(events), name="aecho", flags=InMemoryFlags({"aecho": mode}))
+    kept: list[AsyncGenerator[str, str | None]] = []
+
+    async def scenario() -> None:
+        agen = aecho("p")
+        kept.append(agen)  # still referenced when asyncio.run ends: shutdown_asyncgens closes it
+        assert await agen.__anext__() == "p:ready"
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        asyncio.run(scenario())
+    assert events == ["start", "finally"]
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    expected = [] if mode == "legacy" else ["<async generator: 1 items, closed early>"]
+    assert [r.legacy_payload for r in records(store, "aecho")] == expected
