@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -10,6 +10,10 @@ from shadow.flags._db import Variant
 
 if TYPE_CHECKING:
     from shadow._adapter import _Runner as Runner
+
+_get_hooks: Final = sys.get_asyncgen_hooks
+_set_hooks: Final = sys.set_asyncgen_hooks
+_ARM_LEGACY: Final = Variant.LEGACY  # a stream is always served as the tool's own: its call is logged in that arm
 
 
 def _sync(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
@@ -55,22 +59,46 @@ def _async(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
 
 
 def _generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
-    """A generator tool stays a generator; its call is logged when iteration ends, with its real latency.
+    """A generator tool stays a generator with its whole protocol; its call is logged when iteration ends.
 
-    The items reach the caller unchanged in every mode (a stream cannot be swapped for a payload half-way), and an
-    exception is re-raised; the record holds the number of items and, for an error, the structured payload.
+    ``send``, ``throw`` and ``close`` reach the tool and its return value reaches the caller (``yield from``
+    semantics, PEP 380) in every mode. The items reach the caller unchanged (a stream cannot be swapped for a payload
+    half-way), and an exception is re-raised; the record holds the real latency, the number of items yielded and,
+    for an error, the structured payload.
     """
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = runner.begin()
         if started is None:
             return (yield from fn(*args, **kwargs))
-        started = dataclasses.replace(started, variant=Variant.LEGACY)
+        started.variant = _ARM_LEGACY
         items = 0
         try:
-            for item in fn(*args, **kwargs):
-                items += 1
-                yield item
+            gen = fn(*args, **kwargs)
+            try:
+                item = gen.send(None)
+            except StopIteration as stop:
+                result = stop.value
+            else:
+                while True:  # PEP 380's expansion of ``yield from``, counting the items
+                    items += 1
+                    try:
+                        sent = yield item
+                    except GeneratorExit:
+                        gen.close()
+                        raise
+                    except BaseException as thrown:
+                        try:
+                            item = gen.throw(thrown)
+                        except StopIteration as stop:
+                            result = stop.value
+                            break
+                    else:
+                        try:
+                            item = gen.send(sent)
+                        except StopIteration as stop:
+                            result = stop.value
+                            break
         except Exception as exc:
             runner.finish(started, args, kwargs, exc=exc)
             raise
@@ -81,36 +109,70 @@ def _generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
             runner.finish(started, args, kwargs, exc=exc)
             raise
         runner.finish(started, args, kwargs, value=f"<generator: {items} items>")
-        return None
+        return result
 
     return wrapper
 
 
 def _async_generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
-    """The async twin of ``_generator``."""
+    """The async twin of ``_generator``: ``asend``, ``athrow`` and ``aclose`` reach the tool, in legacy mode too.
+
+    Python has no ``yield from`` for async generators, so the wrapper delegates step by step: each value sent, each
+    exception thrown in and the close are passed to the tool's own generator, and what it yields or raises comes
+    back unchanged.
+    """
 
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = runner.begin()
-        if started is None:
-            async for item in fn(*args, **kwargs):
-                yield item
-            return
-        started = dataclasses.replace(started, variant=Variant.LEGACY)
+        if started is not None:
+            started.variant = _ARM_LEGACY
         items = 0
         try:
-            async for item in fn(*args, **kwargs):
-                items += 1
-                yield item
+            agen = fn(*args, **kwargs)
+            # The tool's generator is the wrapper's to close: kept out of the event loop's async generator hooks,
+            # so that a loop shutting down does not close it too, racing the wrapper's own aclose().
+            hooks = _get_hooks()
+            _set_hooks(None, None)
+            try:
+                first = agen.asend(None)  # the hooks are read here, at the first step
+            finally:
+                _set_hooks(*hooks)
+            try:
+                item = await first
+            except StopAsyncIteration:
+                pass
+            else:
+                while True:
+                    items += 1
+                    try:
+                        sent = yield item
+                    except GeneratorExit:
+                        await agen.aclose()
+                        raise
+                    except BaseException as thrown:
+                        try:
+                            item = await agen.athrow(thrown)
+                        except StopAsyncIteration:
+                            break
+                    else:
+                        try:
+                            item = await agen.asend(sent)
+                        except StopAsyncIteration:
+                            break
         except Exception as exc:
-            runner.finish(started, args, kwargs, exc=exc)
+            if started is not None:
+                runner.finish(started, args, kwargs, exc=exc)
             raise
         except GeneratorExit:
-            runner.finish(started, args, kwargs, value=f"<async generator: {items} items, closed early>")
+            if started is not None:
+                runner.finish(started, args, kwargs, value=f"<async generator: {items} items, closed early>")
             raise
         except BaseException as exc:
-            runner.finish(started, args, kwargs, exc=exc)
+            if started is not None:
+                runner.finish(started, args, kwargs, exc=exc)
             raise
-        runner.finish(started, args, kwargs, value=f"<async generator: {items} items>")
+        if started is not None:
+            runner.finish(started, args, kwargs, value=f"<async generator: {items} items>")
 
     return wrapper
 
