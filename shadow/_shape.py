@@ -18,6 +18,8 @@ from shadow.contract._rules import error_text
 from shadow.normalize._mcp import mcp_error_value
 
 _TOKENS: Final = re.compile(rf"(?P<secret>{re.escape(REDACTED)})" + r"""
+  | (?P<rate>\b\d+(?:\.\d+)?\s?/\s?(?:s|sec|second|min|minute|h|hr|hour|d|day|week|month|year)s?\b)
+  | (?P<amount>[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF)\b)
   | (?P<url>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>()\[\]]*[^\s'"<>()\[\]:.,;])
   | (?P<email>\b[\w.+-]+@[\w-]+\.[\w.-]+\b)
   | (?P<quoted>'[^'\n\s]{1,120}(?:\ [^'\n\s]+){0,2}'|(?<![\w"])"[^"\n\s\\]{1,120}(?:\ [^"\n\s\\]+){0,2}"(?!\s*:)
@@ -31,15 +33,18 @@ _TOKENS: Final = re.compile(rf"(?P<secret>{re.escape(REDACTED)})" + r"""
   | (?P<time>\b\d{1,2}:\d{2}(?::\d{2})?\b)
   | (?P<hex>\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b)
   | (?P<named>(?:(?<=\bid\ )|(?<=\bkey\ )|(?<=\bnamed\ )|(?<=\btable:\ )|(?<=\bname:\ ))[^\s'",;:)]+)
+  | (?P<ident>\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b)
   | (?P<number>(?<![\w.])-?\d+(?:\.\d+)?(?![\w]))
+  | (?P<last>(?<=:\ )(?![A-Z_]+\b)[^\s'",;:)<>]{1,60}(?=\s*$))
 """, re.VERBOSE)
 
 #: What each kind of masked part is called in the shape and, by default, in context.
-_FIELD: Final = {"url": "url", "email": "email", "path": "path", "host": "host", "date": "date", "uuid": "id",
+_FIELD: Final = {"rate": "rate", "amount": "amount", "ident": "id", "last": "value", "url": "url", "email": "email", "path": "path", "host": "host", "date": "date", "uuid": "id",
                  "hex": "id", "address": "address", "time": "time", "number": "number", "quoted": "value",
                  "named": "value"}
 #: What a masked part matches in the rule's regex.
-_MATCH: Final = {"secret": r"\S+",
+_MATCH: Final = {"secret": r"\S+", "rate": r"[\d.]+\s?/\s?\w+", "amount": r"\S+(?:\s?[A-Z]{3})?",
+                 "ident": r"[\w-]+", "last": r"[^\s'\",;:)]+",
                  "url": r"\S+", "email": r"\S+@\S+", "path": r"\S+", "host": r"[\w.-]+", "date": r"[\d\-T:.Z+ ]+?",
                  "uuid": r"[0-9a-fA-F-]{36}", "hex": r"[0-9a-fA-F]+", "address": r"[\d.:]+", "time": r"[\d:]+",
                  "number": r"-?\d+(?:\.\d+)?", "named": r"[^\s'\",;:)]+"}
@@ -50,6 +55,9 @@ _NOT_NAMES: Final = frozenset({
     "got", "on", "as", "but", "be", "it", "no", "error", "failed", "fetch", "open", "than", "found", "visit",
     "file", "exists", "named", "line", "code", "cmdline",
 })
+#: A last word after one of these is the message itself ("Error: Unauthorized"), not a value.
+_SAYS: Final = re.compile(r"\b(?:error|errors|failed|failure|exception|reason|message|warning|fatal|status|code)"
+                          r"\W{0,3}$", re.IGNORECASE)
 _MAX_SHAPE: Final = 300
 _SPACE: Final = re.compile(r"\s+")
 
@@ -68,7 +76,7 @@ def _field_name(kind: str, before: str, taken: dict[str, int]) -> str:
     base = _FIELD[kind]
     if kind == "number" and _STATUS_BEFORE.search(before):
         base = "status"
-    elif kind in ("quoted", "named", "number"):
+    elif kind in ("quoted", "named", "number", "ident", "last", "amount"):
         found = _WORD_BEFORE.search(before)
         word = found.group(1).lower() if found else ""
         if word and word not in _NOT_NAMES:
@@ -99,6 +107,8 @@ def shape_of(message: str) -> Shape:
     position = consumed = 0
     for found in _TOKENS.finditer(text):
         kind = found.lastgroup or "number"
+        if kind == "last" and _SAYS.search(text[max(0, found.start() - 20):found.start()]):
+            continue
         before = text[position:found.start()]
         token = found.group(0)
         if kind == "secret":

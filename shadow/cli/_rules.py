@@ -76,7 +76,8 @@ def format_table(found: Suggestions, top: int) -> str:
     if not found.groups:
         lines.append("nothing to suggest: every logged error was mapped by a rule")
     for rank, group in enumerate(found.groups[:top], 1):
-        code = group.code.value if group.code is not None else "UNPLACED"
+        code = (f"{group.code.value} (confidence {group.confidence:.2f})" if group.code is not None else
+                "UNPLACED, closest: " + ", ".join(c.value for c in group.candidates))
         raised = f" (raised {group.exception})" if group.exception else ""
         lines += [
             f"{rank}. {group.tool}{raised}: {group.count} ({group.share:.1%}) -> {code}",

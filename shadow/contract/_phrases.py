@@ -66,7 +66,7 @@ def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION
 _STATUS_LINE = (r"(?:status(?: code)?:?|returned(?: error| status| code| http)*:?|http(?:/[\d.]+)?|"
-                r"\b(?:error|code)\s*[:(]?|^(?=(?-i:\d{3} [A-Z])))\s*")
+                r"\b(?:error|code)\s*[:(]?|\w(?:Error|Exception)\(|^(?=(?-i:\d{3} [A-Z])))\s*")
 _SERVICE = (r"(?:service|server|api|backend|upstream|database|db|host|endpoint|site|website|provider|gateway|"
             r"cluster|instance|node|network)s?")
 
@@ -77,7 +77,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"does not exist in .*(?:clock change|daylight|dst)|(?:time|date|day)\b.{0,40}\bdoes not exist\b|"
        r"\bnot a valid (?:date|time)", _V, "a time or value that cannot be (\"does not exist\" about a value)",
        "The value {value} cannot be used here. Pass a value that exists, for example a time outside the gap."),
-    _p(r"\bcolumn \S+ does not exist|\bhas no column", _V, "a misspelt column in the query argument",
+    _p(r"\bcolumn \S+ does not exist|\bhas no column|\bunknown column", _V, "a misspelt column in the query argument",
        "The query names a column {value} that the table does not have. Correct the query, for example check "
        "the column names first."),
     # Service failures outrank every domain word.
@@ -87,28 +87,31 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The service did not answer in time. Make the identical call again."),
     _p(_STATUS_LINE + r"(?:502|503|500)\b", Code.UPSTREAM_UNAVAILABLE, "an HTTP 5xx status in the text",
        "The service failed or is overloaded. Make the identical call again shortly."),
-    _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|\btimed? ?out\b|"
+    _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|\btimed[ -]?out\b|"
        r"(?:request|read|connect(?:ion)?|navigation|gateway|operation|query|statement|socket|server|upstream|"
        r"network|api|proxy|response)[ _-]?time-?out|\btime-?out (?:of|after|exceeded|expired|error|waiting|while|"
-       r"reached)|^\s*time-?out\b|\btime-?out\W*$|deadline exceeded|Gateway Time-?out",
+       r"reached)|^\s*time-?out\b|deadline exceeded|Gateway Time-?out|(?:execution|statement|query|running) time "
+       r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)",
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
     _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bEHOSTUNREACH\b|\bENETUNREACH\b|"
        r"ConnectError|RemoteProtocolError|Name or service not known|name resolution|could not resolve host|"
        r"nodename nor servname|connection (?:was |is )?(?:refused|reset|error|issue|aborted|closed|failed|lost)|"
-       r"all connection attempts failed|could not connect|failed to connect|unable to connect|server disconnected|"
+       r"all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|server disconnected|"
        r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
-       r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d",
+       r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
+       r"^\s*(?:an? )?unknown (?:server )?error\b|try again later|retry later",
        Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
     # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
     _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
        "Too many calls in a short time. Wait and make the identical call again."),
-    _p(r"quota|spend(?:ing)?[ _]limit|billing (?:hard )?limit|budget (?:is )?(?:exceeded|used up|exhausted)|"
+    _p(r"\bquota(?:s|[ _]\w+)?\b|spend(?:ing)?[ _]limit|billing (?:hard )?limit|budget (?:is )?(?:exceeded|used up|exhausted)|"
        r"usage limit|credit balance is too low|out of credits|credits? (?:are )?(?:exhausted|used up)|"
        r"payment required|(?:plan|subscription|account|monthly|daily) limit (?:reached|exceeded|hit)|"
+       r"reached (?:the )?max(?:imum)? (?:number of )?(?:steps|iterations|turns)|\b(?:step|iteration|turn) limit|"
        r"\btoo many (?!requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
        r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+",
        Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
@@ -130,7 +133,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The service rejected the request as invalid. Correct the arguments."),
     # A message that opens by naming the bad argument ("Invalid timezone: ...") is about that argument, whatever
     # the detail after the colon says.
-    _p(r"^\s*(?:invalid|malformed|bad) (?:\w+ ){0,2}\w+:", _V,
+    _p(r"^\s*(?:invalid|malformed|bad|missing) (?:\w+ ){0,2}\w+:|\bonly (?:one|a single)\b|syntax error|"
+       r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
+       r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|error while parsing|\bis not defined\b|division by zero|cannot assign to", _V,
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # A precondition in the current state: the call is fine, the state is not.
@@ -145,38 +150,53 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"authentication failed|bad credentials|unauthori[sz]ed|unauthenticated|not authenticated|"
        r"invalid[ _-]?auth|invalid (?:api[ _-]?)?(?:key|token|credentials)|(?:api[ _-]?)?(?:key|token) (?:is |was |has )?"
        r"(?:invalid|not valid|expired|revoked)|expired (?:token|credentials)|log ?in required|not logged in|"
-       r"credentials? (?:are |is )?(?:missing|invalid|expired)", Code.UNAUTHENTICATED,
+       r"credentials? (?:are |is )?(?:missing|invalid|expired)|authentication required|requires authentication|"
+       r"please (?:log ?in|sign in|authenticate)|api[ _-]?key (?:is )?(?:required|missing|not (?:set|configured|provided))",
+       Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
-       r"protocol|scheme|url|statement|encoding|language|kind)|not a supported|wrong kind of\b",
+       r"protocol|scheme|url|statement|encoding|language|kind)|not a supported|wrong kind of\b|"
+       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|"
+       r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
     _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|not allowed|outside (?:the )?allowed|"
-       r"not in the allowed|not on the allow|not permitted|refused to|not a public address|denied to|"
+       r"outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|refus(?:ed|ing) to|"
+       r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
+       r"not a member of|not a public address|non-public address|private address|loopback|blocks requests to|denied to|"
        r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b", Code.PERMISSION_DENIED,
        "the caller is not allowed to do this", "Access to {value} is not allowed. Ask the user for access "
        "instead of retrying."),
     # What exists already, and conflicts with the current state.
     _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
-       r"registered|taken|in use|a member|subscribed|starred|linked|installed|booked)", Code.ALREADY_EXISTS,
+       r"registered|taken|in use|a member|subscribed|starred|linked|installed|booked)|already exists?\b",
+       Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
        "choose another name."),
     _p(r"\bconflict|modified concurrently|concurrent update|could not serialize|version mismatch|"
-       r"\[rejected\]|updates were rejected|could not find exact match|out of date|stale", Code.CONFLICT,
+       r"\[rejected\]|updates were rejected|could not find exact match|out of date|stale|deadlock|"
+       r"is already (?:open|running|started|active)", Code.CONFLICT,
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
     # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
-    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported", Code.NOT_IMPLEMENTED,
+    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported|\bnot installed\b|"
+       r"install the optional", Code.NOT_IMPLEMENTED,
        "the tool does not support this operation", "This operation is not supported. Use a different tool."),
+    _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
+       _NF, "the tool, prompt or item the call names does not exist",
+       "Nothing named {value} exists. Check the name, for example list what exists first."),
     # A value of the wrong form, said in words a business rule also uses ("cannot contain", "does not match").
     _p(r"\bcannot (?:contain|end with|start with|begin with|be empty|be blank|be null|be negative|be zero|"
        r"be longer|be shorter|be less|be greater|be more|be before|be after|be in the past|be the same|exceed)|"
-       r"can only contain|must (?:start|begin|end) with|should (?:match|be different|be one of|be between)|"
+       r"can only contain|must (?:start|begin|end) with|(?:should|must) (?:match|be different|be one of|be between)|"
+       r"\bis not an? (?:\w+ )?(?:field|parameter|argument|option|column|property|key)\b|not in the (?:\S+ ){0,2}schema|"
+       r"\brequires (?:exactly|at least|at most)\b|\b(?:needs|requires) (?:a|an|the) (?:\w+ )?(?:name|value|id|list)\b|"
+       r"\bbut (?:should be|expected)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|value|list|sql|text)\b|"
        r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
-       r"constraint failed|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|\bnot (?:provided|specified)\b",
+       r"constraint (?:failed|fails|violation)|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|\bnot (?:provided|specified)\b",
        _V, "an argument has the wrong form", "The argument {value} is not valid. Correct it, for example as the "
        "tool's input schema describes it."),
     # A business rule: the state of the order, account or resource does not allow the call.
@@ -187,39 +207,68 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\b(?:cannot|can't|can not|could not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
-       r"\bnon-\w+ \w+ cannot\b|\bno (?:\w+ ){0,2}left\b", _FP, "a business rule: the current state does not allow this call",
+       r"\bnon-\w+ \w+ cannot\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|\bno (?:\w+ ){0,2}left\b", _FP, "a business rule: the current state does not allow this call",
        "The current state does not allow this: {value}. Tell the user, or change the state first."),
     # What does not exist.
     _p(r"did not resolve to an object|no item found|no such (?:ref|branch|file|table|column|key|"
        r"directory|user|remote|tag|commit|object|path|record|item|resource|tool)|\bENOENT\b|"
        r"pathspec .* did not match|not a git repository|unknown (?:revision|id|item|user|file|tool|ref|resource|"
-       r"repository|branch|channel|project|issue|page|document|collection|index|prompt|workspace|order|product)|"
+       r"repository|branch|channel|project|issue|page|document|collection|index|prompt|workspace|order|product|"
+       r"reference|link|database|table|cluster|model|agent|member|variable)|"
        r"malformed object name|not found|no such\b|does not exist|doesn't exist|missing (?:record|item)|"
-       r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\w+ ){1,3}found|zero results|no results|"
+       r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\S+ ){1,5}(?:was |were )?found|zero results|"
+       r"no results|(?:cannot|could not|can't) be (?:found|located)|\bno (?:matching|matches|match found)\b|"
+       r"nothing (?:found|matched)|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
     _p(r"(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
-       r"^\s*cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user",
+       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
-       r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large",
+       r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
+       r"memory limit|out of memory|memory exhaustion|\bover the (?:\w+ ){0,2}limit\b|exceeded (?:the )?limit|"
+       r"exceeds? (?:the )?(?:\w+ )?limit|size exceeded",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).
-    _p(r"^\s*invalid\b|\binvalid\b|must be|required|missing|malformed|bad request|expected|syntax error|"
+    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing|malformed|bad request|\bexpected\b|"
+       r"unprocessable|validation failed|failed validation|\b(?:ValueError|TypeError|ValidationError)\b|syntax error|"
        r"cannot start with|validation error|not a valid|out of range|unrecognized|^\s*unknown\b", _V,
        "an argument is missing or malformed", "The argument {value} is not valid. Correct it, for example as "
        "the tool's input schema describes it."),
 )
 
 
-@functools.lru_cache(maxsize=1024)
-def propose(text: str) -> Phrase | None:
-    """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``."""
-    masked = mask_locations(text)
+#: A wrapper's opening that says only "an error happened here" ("Error executing tool x:", "Query execution
+#: failed:", "Security violation:"): the meaning is in what follows, which is read first.
+_WRAPPER = re.compile(
+    r"^\s*(?:(?:mcp )?error(?: -?\d+)?|unexpected error|an? error occurred|error occurred|database error|"
+    r"security violation|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
+    re.IGNORECASE)
+
+
+def _first(masked: str) -> Phrase | None:
     for phrase in PHRASES:
         if phrase.pattern.search(masked):
             return phrase
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def propose(text: str) -> Phrase | None:
+    """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``; what follows a
+    wrapper's opening ("Error executing tool x: ...") is read first, the whole text when that says nothing."""
+    masked = mask_locations(text)
+    inner = masked
+    for _ in range(3):
+        stripped = _WRAPPER.sub("", inner, count=1)
+        if stripped == inner:
+            break
+        inner = stripped
+    if inner != masked and inner.strip():
+        found = _first(inner)
+        if found is not None:
+            return found
+    return _first(masked)

@@ -41,8 +41,14 @@ def _comment(group: Group) -> list[str]:
     return [
         f"# {group.tool}: {group.count} unmapped ({group.share:.1%}){raised}; e.g. {example}",
         f"#   shape: {_one_line(group.shape.text)[:160]}",
-        f"#   {group.code.value if group.code else 'UNPLACED'}: {_one_line(group.reason)[:160]}",
+        f"#   {_verdict(group)}: {_one_line(group.reason)[:160]}",
     ]
+
+
+def _verdict(group: Group) -> str:
+    if group.code is None:
+        return "UNPLACED (closest: " + ", ".join(c.value for c in group.candidates) + ")"
+    return f"{group.code.value} (confidence {group.confidence:.2f})"
 
 
 def _call(group: Group, index: int) -> list[str]:
@@ -58,9 +64,13 @@ def _call(group: Group, index: int) -> list[str]:
         head = f"    lambda e: _named(e, {_literal(group.exception.rsplit('.', 1)[-1])}), "
         tail = f"pattern={variable}, "
         call = "RULES = RULES.on("
+    # A returned error is served in the tool's own words (the model read them in legacy); the draft remedy is a
+    # comment to adopt when it says more. A raised exception's text never reaches the model: the draft is served.
+    message = (["    None,  # the tool's own words; a draft remedy: " + _one_line(group.message)[:120]]
+               if group.exception is None else [f"    {_literal(group.message)},"])
     return [f"{variable} = {_literal(group.shape.pattern)}", call,
             f"{head}{_literal(group.code.value)},",
-            f"    {_literal(group.message)},",
+            *message,
             f"    {tail}{context}name={name})"]
 
 

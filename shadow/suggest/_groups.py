@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from shadow._shape import Shape, shape_of
 from shadow.contract._codes import Code, spec
-from shadow.contract._phrases import mask_locations, propose
+from shadow.contract._phrases import PHRASES, mask_locations, propose
 from shadow.suggest._read import LogSlice, Unmapped
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
@@ -24,6 +24,19 @@ _BUILTIN_MEANING: Final = {
 }
 _MINOR_FIELDS: Final = ("number", "status", "address", "date", "url", "host", "path", "errno")
 _MAX_EXAMPLE: Final = 300
+#: Words that lean toward a code, for naming the two closest candidates of a message no phrase places.
+_CUES: Final[dict[Code, frozenset[str]]] = {
+    Code.FAILED_PRECONDITION: frozenset("state status pending order balance available allowed already before after "
+                                        "first locked closed open active eligible enough left booked paid".split()),
+    Code.VALIDATION_ERROR: frozenset("must should invalid format value field argument parameter number match "
+                                     "expected type between total amount date".split()),
+    Code.NOT_FOUND: frozenset("found exist exists unknown missing none named no".split()),
+    Code.PERMISSION_DENIED: frozenset("access permission denied role owner admin forbidden".split()),
+    Code.CONFLICT: frozenset("changed concurrent version conflict taken meanwhile".split()),
+    Code.QUOTA_EXCEEDED: frozenset("limit many maximum exceeded quota per".split()),
+    Code.UNSUPPORTED_INPUT: frozenset("supported kind only".split()),
+}
+_WORD = re.compile(r"[a-z]+")
 _GIVES_REMEDY: Final = re.compile(r"\b(?:use|pass|try|run|call|check|first|instead|before)\b", re.IGNORECASE)
 
 
@@ -33,24 +46,39 @@ class Proposal:
 
     code: Code | None
     reason: str
+    #: How sure the proposal is, 0 to 1: a specific phrase 0.85, the broad "invalid/missing" row or an exception
+    #: class's name 0.6, what a builtin exception usually means 0.5; 0 when nothing was proposed.
+    confidence: float = 0.0
+    #: For an unplaced message, the two codes its words lean to most (a reviewer's starting point).
+    candidates: tuple[Code, ...] = ()
 
 
 def propose_code(text: str, exception: str | None = None) -> Proposal:
-    """The code the phrase table gives ``text``; else what the exception class's name or kind says."""
+    """The code the phrase table gives ``text``; else what the exception class's name or kind says; else
+    nothing, with the two closest candidates."""
     phrase = propose(text)
     if phrase is not None:
         matched = phrase.pattern.search(mask_locations(text))
         said = matched.group(0).strip() if matched is not None else ""
-        return Proposal(phrase.code, f'reads as "{said}": {phrase.reason}' if said else phrase.reason)
+        sure = 0.6 if phrase is PHRASES[-1] else 0.85
+        return Proposal(phrase.code, f'reads as "{said}": {phrase.reason}' if said else phrase.reason, sure)
     if exception is not None:
         name = exception.rsplit(".", 1)[-1]
         by_name = propose(_CAMEL.sub(" ", name))
         if by_name is not None:
-            return Proposal(by_name.code, f'the exception class "{name}": {by_name.reason}')
+            return Proposal(by_name.code, f'the exception class "{name}": {by_name.reason}', 0.6)
         if name in _BUILTIN_MEANING:
             code, why = _BUILTIN_MEANING[name]
-            return Proposal(code, why)
-    return Proposal(None, "no phrase in the table fits; choose the code by hand")
+            return Proposal(code, why, 0.5)
+    return Proposal(None, "no phrase in the table fits; choose the code by hand", 0.0, candidates(text))
+
+
+def candidates(text: str) -> tuple[Code, ...]:
+    """The two codes whose cue words ``text`` shares most (ties in the table's order: a business-rule rejection
+    is most often a failed precondition, then a wrong argument)."""
+    words = set(_WORD.findall(text.lower()))
+    ranked = sorted(_CUES, key=lambda code: -len(_CUES[code] & words))
+    return tuple(ranked[:2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +94,16 @@ class Group:
     code: Code | None
     reason: str
     message: str | None
+    confidence: float = 0.0
+    candidates: tuple[Code, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The group as JSON data."""
         return {"tool": self.tool, "exception": self.exception, "shape": self.shape.text, "count": self.count,
                 "share": round(self.share, 4), "example": self.example,
                 "code": self.code.value if self.code is not None else None, "reason": self.reason,
-                "message": self.message, "context_fields": list(self.shape.fields),
+                "message": self.message, "confidence": self.confidence,
+                "candidates": [c.value for c in self.candidates], "context_fields": list(self.shape.fields),
                 "pattern": self.shape.pattern}
 
 
@@ -139,7 +170,8 @@ def group(errors: Iterable[Unmapped], *, total: int | None = None) -> list[Group
         shape = shapes[key]
         message = remedy(proposal.code, shape.fields, first.text) if proposal.code is not None else None
         groups.append(Group(first.tool, first.exception, shape, len(members), len(members) / max(count, 1),
-                            first.text[:_MAX_EXAMPLE], proposal.code, proposal.reason, message))
+                            first.text[:_MAX_EXAMPLE], proposal.code, proposal.reason, message, proposal.confidence,
+                            proposal.candidates))
     groups.sort(key=lambda g: (-g.count, g.tool, g.shape.text))
     return groups
 
