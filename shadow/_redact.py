@@ -15,7 +15,10 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from shadow._scrub import REDACTED, SHORTEST, scrub, token_like, vendor_name
+from shadow import _scrub
+from shadow._scrub import SHORTEST, scrub, token_like, vendor_name
+
+REDACTED: Final = _scrub.REDACTED
 
 TRUNCATED_KEY: Final = "_truncated"
 

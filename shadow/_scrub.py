@@ -64,7 +64,7 @@ _TOKEN = re.compile(
     r"|\bEAA[ACM][A-Za-z0-9_-]{22,}|\bFLW(?:SECK|PUBK)_TEST-[A-Za-z0-9]{12,32}(?:-X)?"
     r"|\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"
     # AI providers
-    r"|\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{12,}|\bhf_[A-Za-z0-9]{30,}|\bapi_org_[A-Za-z]{30,}"
+    r"|\bsk-(?:ant-|proj-|svcacct-|admin-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{12,}|\bhf_[A-Za-z0-9]{30,}|\bapi_org_[A-Za-z]{30,}"
     # code hosting and CI
     r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_\w{22,}"
     r"|\bgl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-[A-Za-z0-9_.-]{16,}|\bGR1348941[\w-]{20,}"
@@ -104,7 +104,8 @@ _TOKEN = re.compile(
 _CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _CARD_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[47]|6(?:011|5)|35|3[068]")
 #: An assignment in free text (``twitter_secret = ...``, ``"adafruit": "..."``): the operator first, then the value.
-_ASSIGN = re.compile(r"(?:::?=?|=>?|\?=)[`'\"\s=]{0,5}(?P<value>[\w.+/~%|=-]{10,})")
+_ASSIGN = re.compile(r"(?:::?=?|=>?|\?=)[`'\"\s=]{0,5}(?P<value>[\w.+/~%|=-]{14,})")
+_TOKEN_LIKE = re.compile(r"(?=[^\d]*\d)[\w.+/~%|=:-]{14,}")
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]{0,80})[\s'\"\]]{0,3}\Z")
 _NAME_SPLIT = re.compile(r"[^a-zA-Z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 #: Provider words of gitleaks' keyword rules (with detect-secrets' IBM, Cloudant and SoftLayer, and gitleaks' generic
@@ -133,10 +134,10 @@ def vendor_name(name: str) -> bool:
 
 
 def token_like(value: str) -> bool:
-    """Whether ``value`` could be a generated credential: ten or more characters with a digit and a letter, or
-    fourteen or more digits (a client id)."""
-    return len(value) >= 10 and any(c.isdigit() for c in value) and (
-        len(value) >= 14 or any(c.isalpha() for c in value))
+    """Whether ``value`` could be a generated credential: fourteen or more characters (the shortest value of a
+    gitleaks keyword rule) of one run of token characters, a digit among them (``PROJ-12345``, a word or a sentence
+    is no credential)."""
+    return _TOKEN_LIKE.fullmatch(value) is not None
 
 
 def scrub(text: str) -> str:

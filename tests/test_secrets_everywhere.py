@@ -81,6 +81,18 @@ def test_the_corpus_covers_at_least_150_rules_and_400_values() -> None:
     assert {e["placement"] for e in RULES} == {"bare", "assignment", "context"}
 
 
+@pytest.mark.parametrize("entry", RULES, ids=lambda e: e["rule"])
+def test_every_rule_value_is_redacted_as_a_whole_string_in_text_as_a_key_and_nested(entry: dict[str, str]) -> None:
+    from shadow import _plain
+    from shadow._redact import dumps, to_jsonable
+
+    value, needle = entry["text"], entry["needle"]
+    placed = {"whole": value, "text": f"upstream said: {value} (retry later)", value: 1,
+              "nested": {"rows": [{"cell": value}], "keys": {value: value}}}
+    assert needle not in dumps(to_jsonable(placed))
+    assert not _plain.clean(value) and not _plain.clean({value: 1}) and not _plain.clean([{"v": value}])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_no_planted_credential_reaches_any_byte_of_store_spool_warehouse_export_report_dashboard_or_payload(
