@@ -3,8 +3,8 @@
 The shapes follow two maintained rule sets: detect-secrets' plugins (1.5) and gitleaks' default rules (the
 provider-prefixed tokens, and the ``<provider word> ... = <value>`` pairs of its keyword rules). Redaction runs in
 the writer for every string of every record, so each family sits behind a cheap test: a text shorter than
-``SHORTEST`` without ``:`` or ``=`` holds nothing any shape finds; provider tokens are searched only in texts with
-a run of at least ``SHORTEST`` token characters; ``name = value`` pairs only where an ``=`` or ``:`` is.
+``SHORTEST`` without ``:`` or ``=`` holds nothing any shape finds; provider tokens, card numbers and ``name = value``
+pairs are searched only in texts with a run of 14 or more token characters, tokens only where a word starts.
 """
 
 from __future__ import annotations
@@ -55,53 +55,81 @@ _PROSE_PLAIN: Final = frozenset({
     "needed", "mandatory", "optional", "case-sensitive", "sent", "shown", "available", "unavailable", "locked",
     "changed", "reset", "used", "reused", "rotated", "disabled", "enabled", "[redacted]",
 })
-#: Provider tokens are runs of token characters (or a card number in groups): only such texts are searched for them.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=:|%~]{15,}|\d{4}[ -]\d{4}[ -]\d{2}")
-_TOKEN = re.compile(
+#: Provider tokens, card numbers (contiguous or split by dashes) and the values of ``name = value`` pairs are runs of
+#: at least 14 token characters: only texts with such a run are searched for them.
+_LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=:|%~]{14,}")
+#: Provider tokens that start a word, by their first two characters (a table, not one alternation: ``re`` tries
+#: every alternative at every position, while a token can only start where a word does).
+_STARTING: Final = (
     # payments
-    r"\b(?:sk|rk)_(?:live|test|prod)_[0-9a-zA-Z]{10,99}|\bwhsec_[A-Za-z0-9+/=]{20,}"
-    r"|\b(?:shippo|duffel)_(?:live|test)_[A-Za-z0-9_=-]{20,}|\bsq0(?:csp|atp)-[0-9A-Za-z_-]{20,}"
-    r"|\bEAA[ACM][A-Za-z0-9_-]{22,}|\bFLW(?:SECK|PUBK)_TEST-[A-Za-z0-9]{12,32}(?:-X)?"
-    r"|\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"
+    ("sk rk", r"(?:sk|rk)_(?:live|test|prod)_[0-9a-zA-Z]{10,99}"), ("wh", r"whsec_[A-Za-z0-9+/=]{20,}"),
+    ("sh du", r"(?:shippo|duffel)_(?:live|test)_[A-Za-z0-9_=-]{20,}"), ("sq", r"sq0(?:csp|atp)-[0-9A-Za-z_-]{20,}"),
+    ("EA", r"EAA[ACM][A-Za-z0-9_-]{22,}"), ("FL", r"FLW(?:SECK|PUBK)_TEST-[A-Za-z0-9]{12,32}(?:-X)?"),
+    ("sh", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
     # AI providers
-    r"|\bsk-(?:ant-|proj-|svcacct-|admin-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{12,}|\bhf_[A-Za-z0-9]{30,}|\bapi_org_[A-Za-z]{30,}"
-    # code hosting and CI
-    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_\w{22,}"
-    r"|\bgl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-[A-Za-z0-9_.-]{16,}|\bGR1348941[\w-]{20,}"
-    r"|_gitlab_session=[0-9a-z]{20,}|\bgl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,3}|\bsgp_(?:[a-fA-F0-9]{16}_|local_)?"
-    r"[a-fA-F0-9]{40}|\bATATT3[A-Za-z0-9_=-]{60,}|\bCLOJARS_[A-Za-z0-9]{40,}|\brubygems_[a-f0-9]{48}"
-    r"|\bnpm_[A-Za-z0-9]{30,}|\bpypi-AgE[A-Za-z0-9_-]{50,}|\bpnu_[A-Za-z0-9]{36}|\brdme_[a-z0-9]{60,}"
-    r"|\bAKC[a-zA-Z0-9]{10,}|\bAP[\dA-F](?=[A-Za-z]*\d)[a-zA-Z0-9]{8,}\b|\bpul-[a-f0-9]{40}"
+    ("sk", r"sk-(?:ant-|proj-|svcacct-|admin-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{12,}"), ("hf", r"hf_[A-Za-z0-9]{30,}"),
+    ("ap", r"api_org_[A-Za-z]{30,}"),
+    # code hosting, CI, registries
+    ("gh", r"gh[pousr]_[A-Za-z0-9]{20,}"), ("gi", r"github_pat_\w{22,}"),
+    ("gl", r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-[A-Za-z0-9_.-]{16,}"), ("GR", r"GR1348941[\w-]{20,}"),
+    ("gl", r"gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,3}"), ("sg", r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}"),
+    ("AT", r"ATATT3[A-Za-z0-9_=-]{60,}"), ("CL", r"CLOJARS_[A-Za-z0-9]{40,}"), ("ru", r"rubygems_[a-f0-9]{48}"),
+    ("np", r"npm_[A-Za-z0-9]{30,}"), ("py", r"pypi-AgE[A-Za-z0-9_-]{50,}"), ("pn", r"pnu_[A-Za-z0-9]{36}"),
+    ("rd", r"rdme_[a-z0-9]{60,}"), ("AK", r"AKC[a-zA-Z0-9]{10,}"), ("AP", r"AP[\dA-F](?=[A-Za-z]*\d)[a-zA-Z0-9]{8,}\b"),
+    ("pu", r"pul-[a-f0-9]{40}"),
     # chat and mail
-    r"|\bxox[abposre]-[A-Za-z0-9-]{8,}|\bxoxe\.xox[bp]-[A-Za-z0-9-]{40,}|\bxapp-\d-[A-Za-z0-9-]{10,}"
-    r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_+/]+|\.webhook\.office\.com/webhookb2/\S+"
-    r"|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|\bxkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"
-    r"|\b\d{5,16}:A[A-Za-z0-9_-]{34}\b|\b\d{8,10}:[0-9A-Za-z_-]{35}\b"
-    r"|\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}\b|\b(?:AC|SK)[0-9a-fA-F]{32}\b"
-    r"|\b[0-9a-f]{32}-us[0-9]{1,2}\b|\b(?:pub)?key-[a-f0-9]{32}\b|\bNR(?:JS|II|AK)-[A-Za-z0-9-]{19,32}"
+    ("xo", r"xox[abposre]-[A-Za-z0-9-]{8,}|xoxe\.xox[bp]-[A-Za-z0-9-]{40,}"), ("xa", r"xapp-\d-[A-Za-z0-9-]{10,}"),
+    ("SG", r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), ("xk", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("AC SK", r"(?:AC|SK)[0-9a-fA-F]{32}\b"), ("pu ke", r"(?:pub)?key-[a-f0-9]{32}\b"),
+    ("NR", r"NR(?:JS|II|AK)-[A-Za-z0-9-]{19,32}"),
     # clouds and infrastructure
-    r"|\bAIza[0-9A-Za-z_-]{30,}|\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b|\bLTAI[A-Za-z0-9]{20}"
-    r"|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}|\bdo[opr]_v1_[a-f0-9]{64}|\bdapi[a-f0-9]{32}(?:-\d)?"
-    r"|\bv1\.0-[a-f0-9]{24}-[a-f0-9]{100,}|\bhv[sb]\.[\w-]{90,}|\bs\.(?=[A-Za-z]*\d)[A-Za-z0-9]{24}\b"
-    r"|\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|\bsha256~[\w-]{43}|\bfo1_[\w-]{43}"
-    r"|\bfm[12][ar]?_[A-Za-z0-9+/]{60,}={0,3}|\bAQVN[A-Za-z0-9_-]{35,38}|\bt1\.[\w-]+=*\.[\w-]{60,}={0,2}"
-    r"|\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}|\bdt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}"
-    r"|\bpscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}|\btk-us-[\w-]{48}|\bdnkey-[a-z0-9=_-]{26}-[a-z0-9=_-]{52}"
-    r"|\bops_eyJ[A-Za-z0-9+/]{100,}={0,3}|\bAGE-SECRET-KEY-1[0-9A-Z]{58}|\bsntry[su]_[A-Za-z0-9+/=_]{40,}"
-    r"|\bsm_(?:aat|pat|sat)_[A-Za-z0-9]{16}\b|\bico-[A-Za-z0-9]{32}\b|\bs-s4t2(?:ud|af)-[a-fA-F0-9]{64}"
-    r"|\b(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}\."
-    r"[A-Za-z0-9+/_=-]{30,120}|\b4b1d[A-Za-z0-9]{38}\b|\bp8e-[A-Za-z0-9]{32}|\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"
-    r"|\bEZ[AT]K[A-Za-z0-9]{54}\b|\bfio-u-[A-Za-z0-9_=-]{64}|\btfp_[A-Za-z0-9_.=-]{59}|\blin_api_[A-Za-z0-9]{40}"
-    r"|\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b|\bAPI-[A-Z0-9]{26}\b|\b(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}"
-    r"\.[A-Za-z0-9]{20}|\b(?:pk|sk|tk)\.[A-Za-z0-9]{60,}\.[A-Za-z0-9]{22}|\bsl\.[A-Za-z0-9_=-]{100,}"
-    r"|\baccess-(?:sandbox|development|production)-[0-9a-f-]{36}|\b\d{15,16}(?:\||%7C)[0-9A-Za-z_-]{27,40}"
-    r"|\bA{22}[A-Za-z0-9%]{60,}|api\.softlayer\.com/soap/v3(?:\.1)?/[a-z0-9]{64}"
+    ("AI", r"AIza[0-9A-Za-z_-]{30,}"), ("A3 AB AC AK AS", r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("LT", r"LTAI[A-Za-z0-9]{20}"), ("do", r"do[opr]_v1_[a-f0-9]{64}"), ("da", r"dapi[a-f0-9]{32}(?:-\d)?"),
+    ("v1", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{100,}"), ("hv", r"hv[sb]\.[\w-]{90,}"),
+    ("s.", r"s\.(?=[A-Za-z]*\d)[A-Za-z0-9]{24}\b"), ("sh", r"sha256~[\w-]{43}"), ("fo", r"fo1_[\w-]{43}"),
+    ("fm", r"fm[12][ar]?_[A-Za-z0-9+/]{60,}={0,3}"), ("AQ", r"AQVN[A-Za-z0-9_-]{35,38}"),
+    ("t1", r"t1\.[\w-]+=*\.[\w-]{60,}={0,2}"), ("dp", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    ("dt", r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}"), ("ps", r"pscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}"),
+    ("tk", r"tk-us-[\w-]{48}"), ("dn", r"dnkey-[a-z0-9=_-]{26}-[a-z0-9=_-]{52}"), ("op", r"ops_eyJ[A-Za-z0-9+/]{100,}={0,3}"),
+    ("AG", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), ("sn", r"sntry[su]_[A-Za-z0-9+/=_]{40,}"),
+    ("sm", r"sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}\b"), ("ic", r"ico-[A-Za-z0-9]{32}\b"),
+    ("s-", r"s-s4t2(?:ud|af)-[a-fA-F0-9]{64}"),
+    ("sc ex au", r"(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}\."
+                 r"[A-Za-z0-9+/_=-]{30,120}"),
+    ("4b", r"4b1d[A-Za-z0-9]{38}\b"), ("p8", r"p8e-[A-Za-z0-9]{32}"), ("PM", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
+    ("EZ", r"EZ[AT]K[A-Za-z0-9]{54}\b"), ("fi", r"fio-u-[A-Za-z0-9_=-]{64}"), ("tf", r"tfp_[A-Za-z0-9_.=-]{59}"),
+    ("li", r"lin_api_[A-Za-z0-9]{40}"), ("AP", r"API-[A-Z0-9]{26}\b"),
+    ("pa sa", r"(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    ("pk sk tk", r"(?:pk|sk|tk)\.[A-Za-z0-9]{60,}\.[A-Za-z0-9]{22}"), ("sl", r"sl\.[A-Za-z0-9_=-]{100,}"),
+    ("ac", r"access-(?:sandbox|development|production)-[0-9a-f-]{36}"), ("AA", r"A{22}[A-Za-z0-9%]{60,}"),
     # signed tokens (JWT, base64 of a JWT, Grafana's)
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|\bZXlK[A-Za-z0-9/\\_+-]{40,}={0,2}"
-    r"|\beyJrIjoi[A-Za-z0-9]{40,}={0,3}"
+    ("ey", r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|eyJrIjoi[A-Za-z0-9]{40,}={0,3}"),
+    ("ZX", r"ZXlK[A-Za-z0-9/\\_+-]{40,}={0,2}"),
+    # Discord bot tokens: M, N or O and any token character
+    (" ".join(f"{a}{b}" for a in "MNO" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"),
+     r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}\b"),
 )
-#: A card number: 13 to 19 digits, contiguous or in groups of digits split by one space or dash; Luhn-checked.
-_CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_BY_START: Final = {
+    start: re.compile("|".join(f"(?:{rx})" for keys, rx in _STARTING if start in keys.split()))
+    for start in {key for keys, _rx in _STARTING for key in keys.split()}
+}
+_WORD_START = re.compile(r"[A-Za-z0-9_]+")
+#: Tokens found by what they hold, each behind a substring it needs (``in`` is a fast scan).
+_INSIDE: Final = (
+    ("_gitlab_session=", re.compile(r"_gitlab_session=[0-9a-z]{20,}")),
+    ("hooks.slack.com", re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_+/]+")),
+    ("webhook.office.com", re.compile(r"\.webhook\.office\.com/webhookb2/\S+")),
+    ("api.softlayer.com", re.compile(r"api\.softlayer\.com/soap/v3(?:\.1)?/[a-z0-9]{64}")),
+    ("Q~", re.compile(r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}")),
+    (":", re.compile(r"\b\d{5,16}:A[A-Za-z0-9_-]{34}\b|\b\d{8,10}:[0-9A-Za-z_-]{35}\b")),
+    ("-us", re.compile(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b")),
+    (".atlasv1.", re.compile(r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}")),
+    ("_mmk", re.compile(r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b")),
+    ("|", re.compile(r"\b\d{15,16}\|[0-9A-Za-z_-]{27,40}")),
+    ("%7C", re.compile(r"\b\d{15,16}%7C[0-9A-Za-z_-]{27,40}")),
+)
+#: A card number: 13 to 19 digits, contiguous or in groups split by one dash; Luhn-checked.
+_CARD = re.compile(r"(?<![\d.-])\d(?:-?\d){12,18}(?![\d-])")
 _CARD_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[47]|6(?:011|5)|35|3[068]")
 #: An assignment in free text (``twitter_secret = ...``, ``"adafruit": "..."``): the operator first, then the value.
 _ASSIGN = re.compile(r"(?:::?=?|=>?|\?=)[`'\"\s=]{0,5}(?P<value>[\w.+/~%|=-]{14,})")
@@ -149,12 +177,31 @@ def scrub(text: str) -> str:
     if "://" in text and "@" in text:
         text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
     text = _scrub_words(text)
-    if _LONG_RUN.search(text) is not None:
-        text = _TOKEN.sub(REDACTED, text)
+    if _LONG_RUN.search(text) is not None:  # every token, card number and assigned value is such a run
+        text = _scrub_tokens(text)
         if any(c.isdigit() for c in text):
             text = _CARD.sub(_card, text)
-    if "=" in text or ":" in text:
-        text = _scrub_assignments(text)
+        if "=" in text or ":" in text:
+            text = _scrub_assignments(text)
+    return text
+
+
+def _scrub_tokens(text: str) -> str:
+    pieces: list[str] = []
+    done = 0
+    by_start = _BY_START
+    for word in _WORD_START.finditer(text):
+        start = word.start()
+        found_rx = by_start.get(text[start:start + 2]) if start >= done else None
+        found = found_rx.match(text, start) if found_rx is not None else None
+        if found is not None:
+            pieces += (text[done:start], REDACTED)
+            done = found.end()
+    if pieces:
+        text = "".join(pieces) + text[done:]
+    for need, inside in _INSIDE:
+        if need in text:
+            text = inside.sub(REDACTED, text)
     return text
 
 
