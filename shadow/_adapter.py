@@ -18,7 +18,7 @@ from shadow._config import report_internal_error, settings
 from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
 from shadow._logs import get_logger
-from shadow._redact import JSONValue, cap, redact_values, scrub_text, secret_values, to_jsonable
+from shadow._redact import JSONValue, cap, redact_values, safe_name, scrub_text, secret_values, to_jsonable
 from shadow.calllog._records import CallRecord, new_call_record
 from shadow.calllog._writer import get_writer
 from shadow.contract._codes import Code
@@ -124,10 +124,10 @@ class PendingCall:
         field = context.get("field")
         return CallRecord(
             id=new_id(),
-            session_id=self.session_id,
+            session_id=safe_name(self.session_id),
             seq=self.seq,
             ts=dt.datetime.fromtimestamp(self.started_ns / 1e9, dt.UTC),
-            tool=self.spec.name,
+            tool=safe_name(self.spec.name),
             mode=self.mode.value,
             variant=self.variant.value,
             fingerprint=_guarded(lambda: fingerprint(arguments), "unfingerprintable"),
@@ -176,8 +176,8 @@ class PendingCall:
         if args_size > max_args or value_size > max_payload or payload_size > max_payload:
             return None
         return new_call_record(
-            id=new_id(), session_id=self.session_id, seq=self.seq,
-            ts=_from_ns(self.started_ns / 1e9, _UTC), tool=self.spec.name, mode=self.mode._value_,
+            id=new_id(), session_id=safe_name(self.session_id), seq=self.seq,
+            ts=_from_ns(self.started_ns / 1e9, _UTC), tool=safe_name(self.spec.name), mode=self.mode._value_,
             variant=self.variant._value_, fingerprint=plain.fingerprint(args),
             arg_hashes=plain.argument_hashes(args) if isinstance(args, dict) else None, args=args, outcome="ok",
             legacy_payload=value, new_payload=payload, code=None, retryable=None,

@@ -11,18 +11,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
 
 from shadow import _fingerprint, _redact
-from shadow._redact import JSONValue, is_secret_key, scrub_text
+from shadow._redact import JSONValue, hides_value, is_secret_key, scrub_text
 from shadow.contract._values import ERROR_KEYS, ERROR_TEXT_PREFIX, STATUS_KEYS
 
-#: Characters one of the credential patterns of ``_redact.scrub_text`` needs; a string without any is clean.
-_MAYBE_SECRET: Final = re.compile(r"[\s_=:]|sk-|AKIA|eyJ")
 _MAX_DEPTH: Final = 20  # below both conversion depths (redaction 20, fingerprints 64)
 _MAX_STRING: Final = 4096
 _SHORT: Final = _redact._SHORTEST  # shorter and without ":" or "=": scrub_text returns the text as it is
@@ -32,9 +29,10 @@ _plain_keys: set[str] = set()  # the keys of _secret_keys that are not secret: o
 
 
 def _secret(key: str) -> bool:
+    """Whether redaction changes the value under ``key`` or the key itself (a credential used as a key)."""
     found = _secret_keys.get(key)
     if found is None:
-        found = is_secret_key(key)
+        found = is_secret_key(key) or hides_value(key) or scrub_text(key) != key
         if len(_secret_keys) < 4096:
             _secret_keys[key] = found
             if not found:
@@ -46,7 +44,7 @@ def _scalar(value: object, kind: type) -> bool | None:
     """Whether a scalar is clean; None when ``value`` is not a scalar (a container, or another type)."""
     if kind is str:
         text: str = value  # type: ignore[assignment]
-        return len(text) <= _MAX_STRING and (_MAYBE_SECRET.search(text) is None or scrub_text(text) == text)
+        return len(text) <= _MAX_STRING and scrub_text(text) == text
     if kind is int:
         return -(2**63) <= value < 2**63  # type: ignore[operator]
     if value is None or kind is bool:
@@ -65,7 +63,6 @@ def clean(value: object, depth: int = 0) -> bool:
             return False
         mapping: dict[Any, Any] = value  # type: ignore[assignment]
         known = _plain_keys
-        maybe_secret = _MAYBE_SECRET.search
         for key, item in mapping.items():
             if type(key) is not str:
                 return False
@@ -76,7 +73,7 @@ def clean(value: object, depth: int = 0) -> bool:
             inner = type(item)
             if inner is str:  # the common case, inline: short text without a credential's characters
                 if not (len(item) < _SHORT and ":" not in item and "=" not in item) and (
-                        len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item)):
+                        len(item) > _MAX_STRING or scrub_text(item) != item):
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):
@@ -90,12 +87,11 @@ def clean(value: object, depth: int = 0) -> bool:
     if kind is list:
         if depth >= _MAX_DEPTH:
             return False
-        maybe_secret = _MAYBE_SECRET.search
         for item in value:  # type: ignore[attr-defined]
             inner = type(item)
             if inner is str:
                 if not (len(item) < _SHORT and ":" not in item and "=" not in item) and (
-                        len(item) > _MAX_STRING or (maybe_secret(item) is not None and scrub_text(item) != item)):
+                        len(item) > _MAX_STRING or scrub_text(item) != item):
                     return False
             elif inner is dict or inner is list:
                 if not clean(item, depth + 1):

@@ -11,6 +11,7 @@ from shadow import _sessions as sessions
 from shadow._adapter import PendingCall, _pid
 from shadow._ids import new_id
 from shadow._logs import get_logger
+from shadow._redact import safe_name
 from shadow.calllog._records import MarkRecord, Record
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode
@@ -42,6 +43,6 @@ class ProvisionalCall:
         mode = self.provisional.state(call.spec.name).mode
         if mode is not Mode.LEGACY:
             return dataclasses.replace(call, mode=mode).build()
-        return MarkRecord(id=new_id(), session_id=call.session_id, seq=call.seq,
+        return MarkRecord(id=new_id(), session_id=safe_name(call.session_id), seq=call.seq,
                           ts=dt.datetime.fromtimestamp(call.started_ns / 1e9, dt.UTC), kind="unlogged",
                           process=_pid(), host=sessions.HOST, source=call.spec.source, epoch=call.epoch)

@@ -15,7 +15,11 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-REDACTED: Final = "[REDACTED]"
+from shadow import _scrub
+from shadow._scrub import SHORTEST, scrub, token_like, vendor_name
+
+REDACTED: Final = _scrub.REDACTED
+
 TRUNCATED_KEY: Final = "_truncated"
 
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
@@ -25,7 +29,8 @@ _SECRET_WORDS: Final = frozenset(
         "password", "passwd", "pwd", "passphrase", "passcode", "pass", "pw", "secret", "secrets", "token",
         "apikey", "authorization", "auth", "cookie", "cookies", "credential", "credentials", "cred", "creds",
         "bearer", "signature", "sessionid", "jwt", "otp", "totp", "mfa", "pin", "ssn", "dsn", "cvv", "cvc", "cvv2",
-        "privkey", "secretkey", "connstr", "mnemonic",
+        "privkey", "secretkey", "connstr", "mnemonic", "sig", "hmac", "creditcard", "cardnumber", "ccnumber",
+        "webhooksecret", "sas",
     }
 )
 #: ``<word>_key`` names a credential for these words (``signing_key``, ``master_key``, ...); ``key`` alone too.
@@ -39,59 +44,13 @@ _KEY_OWNERS: Final = frozenset(
 _SECRET_PAIRS: Final = frozenset(
     {("client", "secret"), ("set", "cookie"), ("session", "id"), ("x", "api"), ("connection", "string"),
      ("recovery", "code"), ("backup", "code"), ("seed", "phrase"), ("security", "code"), ("verification", "code"),
-     ("card", "number"), ("account", "number"), ("routing", "number")}
+     ("card", "number"), ("account", "number"), ("routing", "number"), ("credit", "card"), ("card", "cvc"),
+     ("cc", "number"), ("card", "pan")}
 )
 _WORD_SPLIT = re.compile(r"[^a-zA-Z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
-# Credential-shaped text, derived from detect-secrets' plugins (1.5: aws, azure_storage_key, basic_auth, discord,
-# github_token, gitlab_token, jwt, keyword, mailchimp, npm, openai, private_key, pypi_token, sendgrid, slack,
-# square_oauth, stripe, telegram_token, twilio) and gitleaks' rule families. Redaction runs in the writer for every
-# string of every record, so each family sits behind a cheap test: most strings are short or plain prose and skip
-# every regex but one fast scan (a scan that starts with literal alternatives, which ``re`` searches quickly).
-_KEY_BLOCK = re.compile(
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
-    r"|PuTTY-User-Key-File-\d:.*",
-    re.DOTALL,
-)
-_URL_CREDENTIALS = re.compile(r"(?<=://)([^\s/:@]*:)[^\s/]*@")
-_KEYWORD = (
-    r"(?:password|passwd|passphrase|passcode|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key"
-    r"|priv(?:ate)?[_-]?key|client[_-]?key|account[_-]?key|signing[_-]?key|db[_-]?pass|credentials?"
-    r"|session[_-]?id|sessionid|sharedaccesskey"
-    r"|k(?<![a-z0-9]k)ey(?![a-z0-9])|p(?<![a-z0-9]p)ass(?![a-z0-9])|p(?<![a-z0-9]p)w(?![a-z0-9]))"
-)
-#: Searched in the lower-cased text: where a credential word starts (every alternative begins with a literal).
-_WORD = re.compile(r"set-cookie|cookie|proxy-authorization|authorization|bearer|basic|" + _KEYWORD[3:-1])
-#: Matched where ``_WORD`` found a word: a header, an auth scheme, or ``<credential word> = value``.
-_AT_WORD = re.compile(
-    r"(?P<header>(?:(?:set-)?cookie|(?:proxy-)?authorization)\s*:\s*)[^\r\n]+"
-    r"|(?:bearer|basic)\s+[a-z0-9._~+/=-]{8,}"
-    r"|(?P<kv>" + _KEYWORD + r"\w*[\"'\]]{0,2}\s*(?::=|[:=])\s*)(?P<q>[\"'`])?(?(q)[^\"'`\r\n]+|[^\s\"',;&}]+)"
-)
-_AT_WORD_ANY_CASE = re.compile(_AT_WORD.pattern, re.IGNORECASE)
-#: Provider tokens are runs of at least 20 token characters: only such runs are searched for them.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=:]{20,}")
-_TOKEN = re.compile(
-    r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{10,}"
-    r"|\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{12,}"
-    r"|\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{12,}"
-    r"|\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{16,}"
-    r"|\bxox[abposr]-[A-Za-z0-9-]{8,}"
-    r"|hooks\.slack\.com/services/[A-Za-z0-9_/]+"
-    r"|\bAIza[0-9A-Za-z_-]{30,}"
-    r"|\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
-    r"|\bnpm_[A-Za-z0-9]{30,}"
-    r"|\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
-    r"|\bpypi-AgE[A-Za-z0-9_-]{50,}"
-    r"|\bsq0(?:csp|atp)-[0-9A-Za-z_-]{20,}"
-    r"|\b[0-9a-f]{32}-us[0-9]{1,2}\b"
-    r"|\b(?:AC|SK)[0-9a-f]{32}\b"
-    r"|\b\d{8,10}:[0-9A-Za-z_-]{35}\b"
-    r"|\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}\b"
-)
 #: Shorter than this and without ``:`` or ``=``, a text holds nothing the patterns find.
-_SHORTEST: Final = 20
+_SHORTEST: Final = SHORTEST
 
 
 class Public(str):
@@ -120,46 +79,32 @@ def scrub_text(text: str) -> str:
     """Replace credential-shaped substrings (provider tokens, keys, URL passwords, PEM keys) inside free text."""
     if isinstance(text, Public):
         return text
-    if len(text) < _SHORTEST and ":" not in text and "=" not in text:
-        return text
-    if "PRIVATE KEY" in text or "PuTTY-User" in text:
-        text = _KEY_BLOCK.sub(REDACTED, text)
-    if "://" in text and "@" in text:
-        text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
-    text = _scrub_words(text)
-    if _LONG_RUN.search(text) is not None:
-        text = _TOKEN.sub(REDACTED, text)
-    return text
+    return scrub(text)
 
 
-def _scrub_words(text: str) -> str:
-    low = text.lower()
-    if len(low) != len(text):  # lower-casing changed the length (rare scripts): match case-insensitively instead
-        return _AT_WORD_ANY_CASE.sub(lambda m: _replacement(m, text), text)
-    hit = _WORD.search(low)
-    if hit is None:
-        return text
-    pieces: list[str] = []
-    done = 0
-    while hit is not None:
-        found = _AT_WORD.match(low, hit.start())
-        if found is None:
-            hit = _WORD.search(low, hit.start() + 1)
-            continue
-        pieces += (text[done:found.start()], _replacement(found, text))
-        done = found.end()
-        hit = _WORD.search(low, done)
-    return "".join(pieces) + text[done:]
+@functools.lru_cache(maxsize=4096)
+def hides_value(key: str) -> bool:
+    """Whether the value under ``key`` is hidden when it looks generated: a provider's name (``twitter``, ...)."""
+    return vendor_name(key)
 
 
-def _replacement(found: re.Match[str], text: str) -> str:
-    """What replaces one ``_AT_WORD`` match: the word and separator as written, then the redaction marker."""
-    for group in ("kv", "header"):
-        if found.group(group) is not None:
-            start, end = found.span(group)
-            quote = (found.group("q") or "") if group == "kv" else ""
-            return text[start:end] + quote + REDACTED
-    return REDACTED
+_names: dict[str, str] = {}
+
+
+def safe_name(name: str) -> str:
+    """A stored name (tool, session id) without credentials: a name holding one becomes ``[REDACTED]-<hash>``.
+
+    The hash is keyed (``_fingerprint``), so two such names stay apart without the credential being guessable."""
+    found = _names.get(name)
+    if found is None:
+        found = name
+        if scrub_text(name) != name:
+            from shadow._fingerprint import fingerprint
+
+            found = f"{REDACTED}-{fingerprint(name)[:12]}"
+        if len(_names) < 4096:
+            _names[name] = found
+    return found
 
 
 #: Credential-keyed argument values shorter than this are not searched for in a record's other text: a short value
@@ -188,7 +133,9 @@ def _collect(value: object, secret: bool, found: set[str], depth: int) -> None:
         return
     if kind is dict or (kind is not list and isinstance(value, Mapping)):
         for key, item in value.items():  # type: ignore[attr-defined]
-            _collect(item, secret or (isinstance(key, str) and is_secret_key(key)), found, depth + 1)
+            named = isinstance(key, str) and (is_secret_key(key) or (
+                hides_value(key) and isinstance(item, str) and token_like(item)))
+            _collect(item, secret or named, found, depth + 1)
     elif kind is list or isinstance(value, tuple | set | frozenset):
         for item in value:  # type: ignore[attr-defined]
             _collect(item, secret, found, depth + 1)
@@ -263,10 +210,17 @@ class _Converter:
             out: dict[str, JSONValue] = {}
             for key, item in value.items():
                 name = key if isinstance(key, str) else str(self.convert(key, depth + 1))
-                if self.redact and is_secret_key(name) and item is not None and not isinstance(item, Public):
-                    out[name] = REDACTED
-                else:
+                if not self.redact:
                     out[name] = self.convert(item, depth + 1)
+                    continue
+                shown = scrub_text(name)
+                if shown != name:  # a credential used as a key: the key is redacted, kept apart from others
+                    shown = _free_key(out, shown)
+                if item is not None and not isinstance(item, Public) and (is_secret_key(name) or (
+                        isinstance(item, str) and hides_value(name) and token_like(item))):
+                    out[shown] = REDACTED
+                else:
+                    out[shown] = self.convert(item, depth + 1)
             return out
         if isinstance(value, list | tuple):
             return [self.convert(item, depth + 1) for item in value]
@@ -286,6 +240,15 @@ class _Converter:
                 return self._container(fields, depth)
             return self.convert(fields, depth + 1)  # a RootModel dumps its root
         return f"<{type(value).__name__}>"
+
+
+def _free_key(taken: Mapping[str, object], key: str) -> str:
+    """``key``, or ``key#2``, ``key#3``, ...: the first that is not in ``taken``."""
+    found, n = key, 1
+    while found in taken:
+        n += 1
+        found = f"{key}#{n}"
+    return found
 
 
 def dumps(value: JSONValue) -> str:

@@ -18,6 +18,7 @@ from shadow import _clock as clock
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._names import check_name
+from shadow._redact import safe_name
 from shadow.calllog._records import MarkRecord
 from shadow.integrations._context import framework_session
 
@@ -168,7 +169,7 @@ def mark(kind: MarkKind, *, source: str = "live") -> None:
     epoch, seq = next_position(sid)
     record = MarkRecord(
         id=new_id(),
-        session_id=sid,
+        session_id=safe_name(sid),
         seq=seq,
         epoch=epoch,
         ts=clock.now(),

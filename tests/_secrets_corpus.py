@@ -1,12 +1,16 @@
-"""A corpus of credential-shaped texts, one per detect-secrets rule family (plus gitleaks shapes it lacks).
+"""The credential corpus: one text per detect-secrets plugin (``CORPUS``, checked against the plugins), and two
+fake values per gitleaks rule (``RULES``, from ``tests/fixtures/secrets_corpus.json``, written by
+``tests/_make_secrets_corpus.py``).
 
-Each entry: (name, detect-secrets plugin that must flag the text or None, text, needle). The needle is the part of
-the secret that must never be stored or shown; all values are fake. ``tests/test_secrets.py`` checks that each
-plugin really flags its text, so the corpus follows the rule set rather than shadow's own patterns.
+Each ``CORPUS`` entry: (name, detect-secrets plugin that must flag the text or None, text, needle). The needle is the
+part of the secret that must never be stored or shown; all values are fake. ``tests/test_secrets.py`` checks that
+each plugin really flags its text, so the corpus follows the rule set rather than shadow's own patterns.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Final
 
 _PEM = "MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0"
@@ -70,13 +74,31 @@ CORPUS: Final[list[tuple[str, str | None, str, str]]] = [
     ("bearer_header", None, "Authorization: Bearer Zk3Lq9Xw2Vb7Nc4Mp8Rt", "Zk3Lq9Xw2Vb7Nc4Mp8Rt"),
     ("cookie_header", None, "sent headers Cookie: session=8f14e45fceea167a5a36dedd4bea2543; theme=dark",
      "8f14e45fceea167a5a36dedd4bea2543"),
+    ("artifactory_token", "ArtifactoryDetector", "artifactory token=AKCp5bSXzQ7Lm2Rt9Vw4Nb8Cy3Dk6Fj1Gh0Ks2LeQz8Lm3Xp7",
+     "p5bSXzQ7Lm2Rt9Vw4Nb8Cy3Dk6Fj1Gh0Ks2LeQz8Lm3Xp7"),
+    ("artifactory_password", "ArtifactoryDetector", "password: AP6xQ7Lm2Rt9Vw4Nb8Cy3", "AP6xQ7Lm2Rt9Vw4Nb8Cy3"),
+    ("cloudant_url", "CloudantDetector",
+     f"https://acme:{'3f1c9a7b2d4e6f8a0b1c2d3e4f5a6b7c' * 2}@acme.cloudant.com", "3f1c9a7b2d4e6f8a0b1c2d3e4f5a6b7c"),
+    ("cloudant_password", "CloudantDetector", f"cloudant_password = '{'9a7b2d4e6f8a0b1c' * 4}'", "9a7b2d4e6f8a0b1c"),
+    ("ibm_cloud_iam", "IbmCloudIamDetector", 'ibm_cloud_iam_api_key = "Qm7Xz2Lp9RtVw8Nb3CzKdAFj5Gh0Ks2LeQz8Lm3Xp7Rt"',
+     "Qm7Xz2Lp9RtVw8Nb3CzKdAFj5Gh0Ks2LeQz8Lm3Xp7Rt"),
+    ("ibm_cos_hmac", "IbmCosHmacDetector", 'secret_access_key = "7c3f1c9a7b2d4e6f8a0b1c2d3e4f5a6b7c3f1c9a7b2d4e6f"',
+     "7c3f1c9a7b2d4e6f8a0b1c2d3e4f5a6b7c3f1c9a7b2d4e6f"),
+    ("softlayer_key", "SoftlayerDetector", f'softlayer_api_key = "{"4e6f8a0b1c2d3e4f" * 4}"', "4e6f8a0b1c2d3e4f"),
+    ("softlayer_url", "SoftlayerDetector", f"https://api.softlayer.com/soap/v3/{'b1c2d3e4f5a6b7c3' * 4}",
+     "b1c2d3e4f5a6b7c3"),
 ]
+
+#: Two fake values per gitleaks rule (and a few shapes of prose, headers and card numbers), each as a dict with
+#: ``rule``, ``placement`` (``bare``: the token as a whole string; ``assignment``; ``context``), ``text``, ``needle``.
+RULES: Final[list[dict[str, str]]] = json.loads(
+    (Path(__file__).resolve().parent / "fixtures" / "secrets_corpus.json").read_text())
 
 #: Argument names that name a credential: their values never reach the store whatever they look like.
 KEY_NAMES: Final = (
     "passcode", "pass_", "creds", "key", "pass", "pw", "db_pass", "signing_key", "encryption_key", "priv_key",
     "client_key", "master_key", "connection_string", "mfa_code", "cvv", "recovery_code", "seed_phrase", "password",
-    "api_key", "X-Auth-Token", "privateKey",
+    "api_key", "X-Auth-Token", "privateKey", "credit_card", "hmac", "sig", "cardNumber", "webhook_secret",
 )
 #: Names that must stay readable (no credential).
 PLAIN_NAMES: Final = ("sort_key", "primary_key", "title", "due_date", "monkey", "bypass", "passage", "keyword")

@@ -44,7 +44,9 @@ def _nested(depth: int) -> Any:
 
 
 @pytest.mark.parametrize("value", [
-    {"password": "hunter2"}, {"auth": {"token": "x"}}, "Bearer abcdefghijklmnop", "sk-abcdefghijklmnopqrstu",
+    {"password": "hunter2"}, {"auth": {"token": "x"}}, "Bearer abcdefghijklmnop", "sk-abc4defghijklmnopqrstu",
+    "glpat-Xy7Qm2Lp9Rt4Vw8Nb3Cz", "AIzaSyD4kP9xQ2mZr7TwXy2VbNcLpKd9sHfJaE0", ["xoxb-2048593017-4417283910-qmzr7twx"],
+    {"ghp_R7tQ2xZ9mKpL4vW8nB3cY6dF1gH5jS0aE2uI": 1}, "sk_live_4eC39HqLyj",
     "postgres://u:secret@host/db", 1e20, 2**70, float("nan"), (1, 2), {1: "a"}, {"d": Mode.SHADOW},
     b"bytes", {"deep": _nested(25)},
 ])

@@ -227,3 +227,52 @@ def test_echoed_credential_argument_values_are_found_by_key_and_short_ones_are_l
     text = {"message": "bad login for bob with Hunter2-Login-Zq81 (12 tries)", "Tok-Nested-Zq81": ["Tok-Nested-Zq81"]}
     assert redact_values(text, found) == {"message": f"bad login for bob with {REDACTED} (12 tries)",
                                           REDACTED: [REDACTED]}
+
+
+#: Values a reviewer needs to read, kept as they are: ids (order, booking, ticket, tracking numbers, UUIDs used as
+#: ids, commit hashes), dates and times, paths, amounts, sentences, and prose about a credential without its value.
+ORDINARY = (
+    "ORD-20391", "booking BK-7Q2X9L confirmed", "PNR X7K2QM", "ticket JIRA-1234", "jira: PROJ-12345",
+    "tracking 1Z999AA10123456784", "3f2b8c1e-9a7d-4e6f-8b1c-2d3e4f5a6b7c", "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+    "2025-03-14", "2025-03-14T10:30:00Z", "between 09:00 and 17:30", "/var/data/exports/2025/report-03.csv",
+    "C:\\Users\\ann\\Documents\\invoice_2025_03.pdf", "12.50 EUR", "$1,234.56", "amount=1234.56 currency=EUR",
+    "The upstream service returned an error while processing the request for customer 42.",
+    "Bad request: due_date must be a date in the future, for example 2025-03-14",
+    "the password is incorrect", "password is required", "the token is expired", "your API token was revoked",
+    "scikit sk-learn-compatible-model", "user_id: u-48213", "phone +1-202-555-0143", "epoch 1733300000000",
+    "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "req_8f14e45fceea167a",
+    "see https://example.com/orders/ORD-20391?tab=items", "status: shipped, eta: 2025-03-16",
+)
+
+
+@pytest.mark.parametrize("value", ORDINARY)
+def test_ordinary_values_survive_unredacted_in_text_values_keys_and_the_fast_path(value: str) -> None:
+    from shadow import _plain
+
+    assert scrub_text(value) == value
+    record = {"note": value, "items": [value], "order_id": value, "nested": {"a": [{"b": value}]}}
+    assert to_jsonable(record) == record
+    assert _plain.clean(record)  # the fast path too
+    assert value in to_jsonable({value: "seen"})  # as a key
+    provider = {"twitter_handle": "@acme_support", "jira": "PROJ-12345", "slack_channel": "#orders"}
+    assert to_jsonable(provider) == provider
+
+
+def test_a_cutover_success_serves_the_tools_own_data_unchanged_but_stores_it_redacted(tmp_path: Path) -> None:
+    import shadow
+    from shadow.calllog._store import SqlStore
+    from shadow.testing import InMemoryFlags, recording
+
+    token = "ghp_R7tQ2xZ9mKpL4vW8nB3cY6dF1gH5jS0aE2uI"
+    url = f"sqlite:///{tmp_path / 'shadow.db'}"
+
+    @shadow.tool(flags=InMemoryFlags({"create_key": "cutover"}))
+    def create_key(owner: str) -> dict[str, str]:
+        return {"owner": owner, "key": token, "note": f"made {token}"}
+
+    with recording(SqlStore(url)):
+        served = create_key("ann")
+        assert shadow.flush(30)
+    assert served == {"ok": True, "data": {"owner": "ann", "key": token, "note": f"made {token}"}}
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())  # the database and its write-ahead log
+    assert token.encode() not in stored and b"ann" in stored

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from shadow import _sessions as sessions
 from shadow._adapter import PendingCall, ToolSpec
 from shadow._names import check_name
-from shadow._redact import JSONValue, to_jsonable
+from shadow._redact import JSONValue, safe_name, to_jsonable
 from shadow.calllog import _db as db
 from shadow.calllog import _migrate as migrate
 from shadow.calllog import _tables as tables
@@ -231,7 +231,8 @@ def _conversation_records(conversation: Conversation, sid: str, read: ReadFile, 
         if isinstance(event, Mark):
             summary.user_turns += event.kind == "user_turn"
             summary.ends += event.kind == "end"
-            yield MarkRecord(record_id(sid, seq, "mark"), sid, seq, ts, event.kind, SOURCE, sessions.HOST, source)
+            yield MarkRecord(record_id(sid, seq, "mark"), safe_name(sid), seq, ts, event.kind, SOURCE, sessions.HOST,
+                             source)
             continue
         check_name(event.tool, "the tool name", "a string of at most 200 characters")
         call_options = options if event.variant is None else dataclasses.replace(

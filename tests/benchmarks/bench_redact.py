@@ -14,19 +14,23 @@ import time
 from collections.abc import Callable
 
 from shadow import _redact as redact
+from shadow import _scrub as scrub
 
 SHAPES = {
     "short string": "task 7",
     "date": "2025-03-14",
     "error sentence": "Bad request: due_date must be a date in the future, for example 2025-03-14",
+    "path": "/var/data/exports/2025/report-03.csv",
+    "uuid id": "3f2b8c1e-9a7d-4e6f-8b1c-2d3e4f5a6b7c",
+    "bare token": "glpat-Xy7Qm2Lp9Rt4Vw8Nb3Cz",
     "200 chars of prose": "The upstream service returned an error while processing the request for customer 42. " * 2,
 }
 SMALL_DICT = {"title": "task 7", "due_date": "2025-03-14", "tags": ["a", "b"], "priority": 2}
 
 
 def _one_regex() -> re.Pattern[str]:
-    parts = [redact._KEY_BLOCK.pattern, redact._URL_CREDENTIALS.pattern, redact._AT_WORD.pattern,
-             redact._TOKEN.pattern]
+    parts = [scrub._KEY_BLOCK.pattern, scrub._URL_CREDENTIALS.pattern, scrub._AT_WORD.pattern,
+             *(rf"\b(?:{rx})" for _starts, rx in scrub._STARTING), *(rx.pattern for _need, rx in scrub._INSIDE)]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL | re.IGNORECASE)
 
 
