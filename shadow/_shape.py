@@ -39,7 +39,8 @@ _TOKENS: Final = re.compile(rf"(?P<secret>{re.escape(REDACTED)})" + r"""
 """, re.VERBOSE)
 
 #: What each kind of masked part is called in the shape and, by default, in context.
-_FIELD: Final = {"rate": "rate", "amount": "amount", "ident": "id", "last": "value", "url": "url", "email": "email", "path": "path", "host": "host", "date": "date", "uuid": "id",
+_FIELD: Final = {"rate": "rate", "amount": "amount", "ident": "id", "last": "value", "url": "url", "email": "email",
+                 "path": "path", "host": "host", "date": "date", "uuid": "id",
                  "hex": "id", "address": "address", "time": "time", "number": "number", "quoted": "value",
                  "named": "value"}
 #: What a masked part matches in the rule's regex.

@@ -17,7 +17,8 @@ _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.@+ -]+\\?)+")
 #: amounts, and identifiers (letters with digits, snake_case with digits, hex). A product or company word inside
 #: one (``'acme/billing-service'``, ``BILLING42``) is masked with it.
 _VALUES = re.compile(r"""
-    (?<!:)(?<!:\ )(?:'[^'\s]{1,120}'|(?<![\w"])"[^"\s\\]{1,120}"(?!\s*:)|`[^`\s]{1,120}`|‘[^’\s]{1,120}’|“[^”\s]{1,120}”)
+    (?<!:)(?<!:\ )(?:'[^'\s]{1,120}'|(?<![\w"])"[^"\s\\]{1,120}"(?!\s*:)|`[^`\s]{1,120}`
+                   |‘[^’\s]{1,120}’|“[^”\s]{1,120}”)
   | \b[\w.+-]+@[\w-]+\.[\w.-]+\b
   | \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b
   | \b\d{4}-\d{2}-\d{2}(?:[T\ ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b
@@ -97,7 +98,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bEHOSTUNREACH\b|\bENETUNREACH\b|"
        r"ConnectError|RemoteProtocolError|Name or service not known|name resolution|could not resolve host|"
        r"nodename nor servname|connection (?:was |is )?(?:refused|reset|error|issue|aborted|closed|failed|lost)|"
-       r"all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|server disconnected|"
+       r"all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
+       r"server disconnected|"
        r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
        r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
@@ -108,7 +110,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
        "Too many calls in a short time. Wait and make the identical call again."),
-    _p(r"\bquota(?:s|[ _]\w+)?\b|spend(?:ing)?[ _]limit|billing (?:hard )?limit|budget (?:is )?(?:exceeded|used up|exhausted)|"
+    _p(r"\bquota(?:s|[ _]\w+)?\b|spend(?:ing)?[ _]limit|billing (?:hard )?limit|budget (?:is )?(?:exceeded|"
+       r"used up|exhausted)|"
        r"usage limit|credit balance is too low|out of credits|credits? (?:are )?(?:exhausted|used up)|"
        r"payment required|(?:plan|subscription|account|monthly|daily) limit (?:reached|exceeded|hit)|"
        r"reached (?:the )?max(?:imum)? (?:number of )?(?:steps|iterations|turns)|\b(?:step|iteration|turn) limit|"
@@ -135,7 +138,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # the detail after the colon says.
     _p(r"^\s*(?:invalid|malformed|bad|missing) (?:\w+ ){0,2}\w+:|\bonly (?:one|a single)\b|syntax error|"
        r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
-       r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|error while parsing|\bis not defined\b|division by zero|cannot assign to", _V,
+       r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|"
+       r"error while parsing|\bis not defined\b|division by zero|cannot assign to", _V,
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # A precondition in the current state: the call is fine, the state is not.
@@ -148,10 +152,12 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "status and stage or clean up."),
     # Who may do what.
     _p(r"authentication failed|bad credentials|unauthori[sz]ed|unauthenticated|not authenticated|"
-       r"invalid[ _-]?auth|invalid (?:api[ _-]?)?(?:key|token|credentials)|(?:api[ _-]?)?(?:key|token) (?:is |was |has )?"
+       r"invalid[ _-]?auth|invalid (?:api[ _-]?)?(?:key|token|credentials)|(?:api[ _-]?)?(?:key|token) (?:is |"
+       r"was |has )?"
        r"(?:invalid|not valid|expired|revoked)|expired (?:token|credentials)|log ?in required|not logged in|"
        r"credentials? (?:are |is )?(?:missing|invalid|expired)|authentication required|requires authentication|"
-       r"please (?:log ?in|sign in|authenticate)|api[ _-]?key (?:is )?(?:required|missing|not (?:set|configured|provided))",
+       r"please (?:log ?in|sign in|authenticate)|api[ _-]?key (?:is )?(?:required|missing|not (?:set|configured|"
+       r"provided))",
        Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
@@ -192,11 +198,14 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bcannot (?:contain|end with|start with|begin with|be empty|be blank|be null|be negative|be zero|"
        r"be longer|be shorter|be less|be greater|be more|be before|be after|be in the past|be the same|exceed)|"
        r"can only contain|must (?:start|begin|end) with|(?:should|must) (?:match|be different|be one of|be between)|"
-       r"\bis not an? (?:\w+ )?(?:field|parameter|argument|option|column|property|key)\b|not in the (?:\S+ ){0,2}schema|"
+       r"\bis not an? (?:\w+ )?(?:field|parameter|argument|option|column|property|key)\b|"
+       r"not in the (?:\S+ ){0,2}schema|"
        r"\brequires (?:exactly|at least|at most)\b|\b(?:needs|requires) (?:a|an|the) (?:\w+ )?(?:name|value|id|list)\b|"
-       r"\bbut (?:should be|expected)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|value|list|sql|text)\b|"
+       r"\bbut (?:should be|expected)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|value|list|sql|"
+       r"text)\b|"
        r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
-       r"constraint (?:failed|fails|violation)|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|\bnot (?:provided|specified)\b",
+       r"constraint (?:failed|fails|violation)|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
+       r"\bnot (?:provided|specified)\b",
        _V, "an argument has the wrong form", "The argument {value} is not valid. Correct it, for example as the "
        "tool's input schema describes it."),
     # A business rule: the state of the order, account or resource does not allow the call.
@@ -207,7 +216,12 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\b(?:cannot|can't|can not|could not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
-       r"\bnon-\w+ \w+ cannot\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|\bno (?:\w+ ){0,2}left\b", _FP, "a business rule: the current state does not allow this call",
+       r"\bnon-\w+ \w+ cannot\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
+       r"\b(?:no|only \S+|just \S+) (?:\w+ ){0,2}left\b|\boutside (?:of )?(?:the )?(?:\S+ ){0,3}(?:window|"
+       r"period|hours)\b|"
+       r"\b(?:above|exceeds|over|violates|against) (?:the )?(?:\w+ ){0,2}policy\b|not (?:allowed|"
+       r"permitted) by (?:the )?"
+       r"(?:\w+ )?policy", _FP, "a business rule: the current state does not allow this call",
        "The current state does not allow this: {value}. Tell the user, or change the state first."),
     # What does not exist.
     _p(r"did not resolve to an object|no item found|no such (?:ref|branch|file|table|column|key|"

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from shadow._shape import Shape, shape_of
 from shadow.contract._codes import Code, spec
+from shadow.contract._payloads import count_sentences
 from shadow.contract._phrases import PHRASES, mask_locations, propose
 from shadow.suggest._read import LogSlice, Unmapped
 
@@ -26,15 +27,16 @@ _MINOR_FIELDS: Final = ("number", "status", "address", "date", "url", "host", "p
 _MAX_EXAMPLE: Final = 300
 #: Words that lean toward a code, for naming the two closest candidates of a message no phrase places.
 _CUES: Final[dict[Code, frozenset[str]]] = {
-    Code.FAILED_PRECONDITION: frozenset("state status pending order balance available allowed already before after "
-                                        "first locked closed open active eligible enough left booked paid".split()),
-    Code.VALIDATION_ERROR: frozenset("must should invalid format value field argument parameter number match "
-                                     "expected type between total amount date".split()),
-    Code.NOT_FOUND: frozenset("found exist exists unknown missing none named no".split()),
-    Code.PERMISSION_DENIED: frozenset("access permission denied role owner admin forbidden".split()),
-    Code.CONFLICT: frozenset("changed concurrent version conflict taken meanwhile".split()),
-    Code.QUOTA_EXCEEDED: frozenset("limit many maximum exceeded quota per".split()),
-    Code.UNSUPPORTED_INPUT: frozenset("supported kind only".split()),
+    Code.FAILED_PRECONDITION: frozenset({"state", "status", "pending", "order", "balance", "available",
+        "allowed", "already", "before", "after", "first", "locked", "closed", "open", "active", "eligible",
+        "enough", "left", "booked", "paid"}),
+    Code.VALIDATION_ERROR: frozenset({"must", "should", "invalid", "format", "value", "field", "argument",
+        "parameter", "number", "match", "expected", "type", "between", "total", "amount", "date"}),
+    Code.NOT_FOUND: frozenset({"found", "exist", "exists", "unknown", "missing", "none", "named", "no"}),
+    Code.PERMISSION_DENIED: frozenset({"access", "permission", "denied", "role", "owner", "admin", "forbidden"}),
+    Code.CONFLICT: frozenset({"changed", "concurrent", "version", "conflict", "taken", "meanwhile"}),
+    Code.QUOTA_EXCEEDED: frozenset({"limit", "many", "maximum", "exceeded", "quota", "per"}),
+    Code.UNSUPPORTED_INPUT: frozenset({"supported", "kind", "only"}),
 }
 _WORD = re.compile(r"[a-z]+")
 _GIVES_REMEDY: Final = re.compile(r"\b(?:use|pass|try|run|call|check|first|instead|before)\b", re.IGNORECASE)
@@ -134,10 +136,15 @@ class Suggestions:
                 f"{len(self.groups)} message shapes, a code proposed for {covered} of them")
 
 
-def remedy(code: Code, fields: tuple[str, ...], text: str) -> str:
-    """A draft remedy message for ``code`` with placeholders for the context fields (``{ref}``)."""
+def remedy(code: Code, fields: tuple[str, ...], text: str, shape: str | None = None) -> str:
+    """A draft message for ``code``: the message's own template (its shape, ``{field}`` for each varying part)
+    with the code's remedy after it, so the model reads what the tool said plus what to do; else a remedy with
+    placeholders for the context fields (``{ref}``)."""
     phrase = propose(text)
     template = phrase.remedy if phrase is not None and phrase.code is code else spec(code).default_message
+    own_template = _own_template(shape, fields, template)
+    if own_template is not None:
+        return own_template
     if "{value}" not in template:
         return template
     named = [f for f in fields if not f.startswith(_MINOR_FIELDS)] or list(fields)
@@ -151,6 +158,26 @@ def remedy(code: Code, fields: tuple[str, ...], text: str) -> str:
     if _GIVES_REMEDY.search(own):
         return own
     return f"{own.rstrip('.')}. {spec(code).default_message}"
+
+
+_PLACEHOLDER = re.compile(r"<([a-z_][a-z0-9_]*)>")
+
+
+def _own_template(shape: str | None, fields: tuple[str, ...], template: str) -> str | None:
+    """The shape as a message template plus the remedy's last sentence, when every placeholder is a field."""
+    if shape is None or not fields or len(shape) > 200:
+        return None
+    names = _PLACEHOLDER.findall(shape.replace("<secret>", ""))
+    if not names or any(name not in fields for name in names):
+        return None
+    own = shape.replace("{", "{{").replace("}", "}}").replace("<secret>", "[REDACTED]")
+    own = _PLACEHOLDER.sub(lambda m: "{" + m.group(1) + "}", own).strip().rstrip(".")
+    if count_sentences(own) > 1:
+        return None
+    after = template.split(". ", 1)[-1] if ". " in template else template
+    if "{value}" in after:
+        after = after.replace("{value}", "it")
+    return f"{own}. {after}"
 
 
 def group(errors: Iterable[Unmapped], *, total: int | None = None) -> list[Group]:
@@ -168,7 +195,8 @@ def group(errors: Iterable[Unmapped], *, total: int | None = None) -> list[Group
         first = members[0]
         proposal = propose_code(first.text, first.exception)
         shape = shapes[key]
-        message = remedy(proposal.code, shape.fields, first.text) if proposal.code is not None else None
+        message = (remedy(proposal.code, shape.fields, first.text, shape.text) if proposal.code is not None
+                   else None)
         groups.append(Group(first.tool, first.exception, shape, len(members), len(members) / max(count, 1),
                             first.text[:_MAX_EXAMPLE], proposal.code, proposal.reason, message, proposal.confidence,
                             proposal.candidates))
