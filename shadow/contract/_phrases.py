@@ -88,7 +88,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The service did not answer in time. Make the identical call again."),
     _p(_STATUS_LINE + r"(?:502|503|500)\b", Code.UPSTREAM_UNAVAILABLE, "an HTTP 5xx status in the text",
        "The service failed or is overloaded. Make the identical call again shortly."),
-    _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|\btimed[ -]?out\b|"
+    _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|Timeout(?:Error|"
+        r"Exception)|\btimed[ -]?out\b|"
        r"(?:request|read|connect(?:ion)?|navigation|gateway|operation|query|statement|socket|server|upstream|"
        r"network|api|proxy|response)[ _-]?time-?out|\btime-?out (?:of|after|exceeded|expired|error|waiting|while|"
        r"reached)|^\s*time-?out\b|deadline exceeded|Gateway Time-?out|(?:execution|statement|query|running) time "
@@ -96,7 +97,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
     _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bEHOSTUNREACH\b|\bENETUNREACH\b|"
-       r"ConnectError|RemoteProtocolError|Name or service not known|name resolution|could not resolve host|"
+       r"ConnectError|Connection(?:Refused|Reset|Aborted)?Error|RemoteProtocolError|Name or service not known|"
+       r"name resolution|could not resolve host|"
        r"nodename nor servname|connection (?:was |is )?(?:refused|reset|error|issue|aborted|closed|failed|lost)|"
        r"all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
        r"server disconnected|"
