@@ -21,9 +21,9 @@ def fastmcp_tool(
     The schema is the one ``@mcp.tool`` generates (a primitive output schema widened to admit the payload), and
     ``options`` (``description=``, ``tags=``, ``annotations=``, ...) go to FastMCP. In cutover the structured arm
     gets a result whose text is the payload's JSON, whose ``structuredContent`` matches the output schema, with
-    ``isError`` set on errors (a ``ToolError`` the tool raises too, its text as the message). An ``output_schema=``
-    of your own is widened the same way. Put the ``shadow describe --tool`` paragraph in ``description=``. Returns ``fn``
-    wrapped, as ``@mcp.tool`` returns the function.
+    ``isError`` set on errors (a ``ToolError`` the tool raises too, its text as the message). An
+    ``output_schema=`` of your own is widened the same way. Put the ``shadow describe --tool`` paragraph in
+    ``description=``. Returns ``fn`` wrapped, as ``@mcp.tool`` returns the function.
     """
     if not callable(getattr(mcp, "add_tool", None)):
         raise TypeError(f"fastmcp_tool(mcp) takes the fastmcp.FastMCP server first, not {type(mcp).__name__}")

@@ -22,9 +22,9 @@ def openai_agents_tool(
     ``RunContextWrapper``/``ToolContext`` is not logged. In cutover the model gets the payload as JSON text (the
     SDK would show a Python ``repr`` of a dict), in place of what ``failure_error_function`` would say of an
     exception; with ``failure_error_function=None`` an exception still ends the run (its record is logged). A
-    declared output schema (``output_type=``, ...) is a ``TypeError``: no payload could match it. Calls of one ``Runner.run`` share a session: the run's
-    ``RunConfig(group_id=...)`` (a conversation), else its trace. Put the ``shadow describe --tool`` paragraph in
-    ``description_override=``.
+    declared output schema (``output_type=``, ...) is a ``TypeError``: no payload could match it. Calls of one
+    ``Runner.run`` share a session: the run's ``RunConfig(group_id=...)`` (a conversation), else its trace. Put the
+    ``shadow describe --tool`` paragraph in ``description_override=``.
     """
 
     def make(function: Callable[..., Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, Final
 
 _RUNNERS: Final = frozenset({"_run", "_arun"})  # StructuredTool's methods that call the function
@@ -19,7 +20,7 @@ def content_and_artifact(wrapper: Callable[..., Any]) -> bool:
     """
     if "langchain_core.tools.base" not in sys.modules:
         return False
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(_DEPTH):
         if frame is None:
             return False

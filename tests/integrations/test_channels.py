@@ -19,19 +19,25 @@ pytest.importorskip("langchain_core")
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("agents")
 
-import fastmcp  # noqa: E402
-from fastmcp.exceptions import ToolError as FastToolError  # noqa: E402
-from langchain_core.tools import ToolException, tool  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.server import MCPServer  # noqa: E402
-from mcp.server.mcpserver.exceptions import ToolError as McpToolError  # noqa: E402
-from pydantic_ai import Agent, ModelRetry, ToolFailed  # noqa: E402
-from pydantic_ai.exceptions import UnexpectedModelBehavior  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart  # noqa: E402
-from pydantic_ai.messages import ToolReturnPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+import fastmcp
+from fastmcp.exceptions import ToolError as FastToolError
+from langchain_core.tools import ToolException, tool
+from mcp import Client
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as McpToolError
+from pydantic_ai import Agent, ModelRetry, ToolFailed
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from shadow.integrations import (  # noqa: E402
+from shadow.integrations import (
     fastmcp_tool,
     langchain_tool,
     mcp_tool,
