@@ -110,7 +110,7 @@ class PendingCall:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
         limits = settings()
         arguments = _guarded(self._arguments, {})
-        cancelled = self.exc is not None and not isinstance(self.exc, Exception)
+        cancelled = self.exc is not None and (not isinstance(self.exc, Exception) or channels.passes_through(self.exc))
         fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes)
         if fast is not None:
             return fast
@@ -326,7 +326,9 @@ class _Runner:
         if (exc is None and type(value) is tuple and len(value) == 2) or started.variant is _STRUCTURED:
             artifact, value = self._paired(value, exc)
         outcome = None
-        if started.variant is _STRUCTURED and (exc is None or isinstance(exc, Exception)):
+        if started.variant is _STRUCTURED and not (
+                channels.passes_through(value) if exc is None else
+                not isinstance(exc, Exception) or channels.passes_through(exc)):
             try:
                 outcome = self.spec.outcome(value, exc)
                 outcome = PendingCall(spec=self.spec, mode=started.mode, variant=started.variant, session_id="",

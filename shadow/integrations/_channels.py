@@ -23,6 +23,32 @@ MCP_TOOL_ERRORS: Final = frozenset({
     "mcp.server.fastmcp.exceptions.ToolError",
 })
 
+#: A framework's control flow, not a tool's outcome: exceptions that suspend or redirect the run (LangGraph's
+#: ``interrupt()`` and ``Command(graph=PARENT)``, PydanticAI's deferred calls and approvals, an MCP protocol error
+#: such as a URL elicitation) and values the framework acts on (a LangGraph ``Command``, a ``ToolMessage``, a PydanticAI
+#: ``ToolReturn``). In every mode they pass through unchanged; an exception is logged as ``cancelled``.
+PASSED_THROUGH: Final = frozenset({
+    "langgraph.errors.GraphBubbleUp",
+    "pydantic_ai.exceptions.CallDeferred",
+    "pydantic_ai.exceptions.ApprovalRequired",
+    "mcp.shared.exceptions.MCPError",
+    "langchain_core.messages.tool.ToolOutputMixin",
+    "pydantic_ai.messages.ToolReturn",
+})
+_passes: dict[type, bool] = {}
+_MAX_CACHED: Final = 1024
+
+
+def passes_through(value: object) -> bool:
+    """Whether ``value`` (an exception or a result) is a framework's control flow (``PASSED_THROUGH``)."""
+    cls = type(value)
+    found = _passes.get(cls)
+    if found is None:
+        found = any(f"{k.__module__}.{k.__qualname__}" in PASSED_THROUGH for k in cls.__mro__)
+        if len(_passes) < _MAX_CACHED:
+            _passes[cls] = found
+    return found
+
 
 def payload_text(payload: Payload) -> str:
     """The payload as compact JSON text, as a model reads it."""

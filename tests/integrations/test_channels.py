@@ -368,3 +368,24 @@ def test_a_fastmcp_tool_with_its_own_output_schema_validates_in_cutover(flags: I
     assert served.structured_content == {"ok": True, "data": {"id": "7"}}
     jsonschema.validate(served.structured_content, listed.output_schema)
     jsonschema.validate(legacy.structured_content, listed.output_schema)
+
+
+@pytest.mark.parametrize("kind", ["integration", "plain"])
+def test_a_deferred_pydantic_ai_call_is_still_deferred_in_cutover_and_logged_as_cancelled(
+        flags: InMemoryFlags, log: InMemoryStore, kind: str) -> None:
+    from pydantic_ai import CallDeferred, DeferredToolRequests
+
+    agent = Agent(FunctionModel(Retrying("ship", limit=2)), output_type=[str, DeferredToolRequests])
+
+    def ship(x: int) -> str:
+        """Ship an order, later."""
+        raise CallDeferred(metadata={"queue": "slow"})
+
+    if kind == "integration":
+        pydantic_ai_tool(agent, flags=flags)(ship)
+    else:
+        agent.tool_plain(shadow.tool(flags=flags)(ship))
+    flags.set("ship", "cutover")
+    output = asyncio.run(agent.run("go")).output
+    assert isinstance(output, DeferredToolRequests) and [c.tool_name for c in output.calls] == ["ship"]
+    assert [(r.variant, r.outcome) for r in calls(log)] == [("structured", "cancelled")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from integration_support import calls, legacy_tools
@@ -13,9 +13,10 @@ from shadow.testing import InMemoryFlags, InMemoryStore
 
 pytest.importorskip("langgraph")
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import ToolException, tool
+from langchain_core.tools import InjectedToolCallId, ToolException, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
 
 from shadow.integrations import langchain_tool
 
@@ -66,3 +67,47 @@ def test_a_tool_exception_under_a_tool_node_is_handled_by_the_nodes_setting_in_c
         assert before.content.count("room R1 is taken") == 1
         assert '"message":"room R1 is taken"' in after.content
     assert [r.variant for r in calls(log)] == ["structured"]
+
+
+def _graph(node: ToolNode) -> Any:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", node)
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def test_an_interrupt_inside_a_shadowed_tool_still_pauses_the_graph_in_cutover(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    @langchain_tool(flags=flags)
+    def refund(order_id: str) -> str:
+        """Refund an order once a person approves."""
+        answer = interrupt(f"refund {order_id}?")
+        return f"refunded {order_id}" if answer == "yes" else "Error: refund declined"
+
+    flags.set("refund", "cutover")
+    app, config = _graph(ToolNode([refund])), {"configurable": {"thread_id": "thread-R"}}
+    call = AIMessage(content="", tool_calls=[{"name": "refund", "args": {"order_id": "O-1"}, "id": "c1",
+                                              "type": "tool_call"}])
+    paused = app.invoke({"messages": [call]}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["refund O-1?"]
+    done = app.invoke(Command(resume="yes"), config)
+    assert json.loads(done["messages"][-1].content) == {"ok": True, "data": "refunded O-1"}
+    assert [r.outcome for r in calls(log)] == ["cancelled", "ok"]  # the pause is no error of the tool
+
+
+def test_a_tool_returning_a_command_hands_it_to_the_graph_in_cutover(flags: InMemoryFlags,
+                                                                     log: InMemoryStore) -> None:
+    @tool
+    @shadow.tool(flags=flags)
+    def pick(item_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:  # type: ignore[type-arg]
+        """Pick an item."""
+        return Command(update={"messages": [ToolMessage(f"picked {item_id}", tool_call_id=tool_call_id)]})
+
+    flags.set("pick", "cutover")
+    (message,) = _run(ToolNode([pick]), [("pick", {"item_id": "7"})])
+    assert message.content == "picked 7"
+    (record,) = calls(log)
+    assert record.outcome == "ok"
