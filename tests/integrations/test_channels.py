@@ -389,3 +389,63 @@ def test_a_deferred_pydantic_ai_call_is_still_deferred_in_cutover_and_logged_as_
     output = asyncio.run(agent.run("go")).output
     assert isinstance(output, DeferredToolRequests) and [c.tool_name for c in output.calls] == ["ship"]
     assert [(r.variant, r.outcome) for r in calls(log)] == [("structured", "cancelled")]
+
+
+def test_an_mcp_protocol_error_a_tool_raises_is_still_a_protocol_error_in_cutover(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    server = MCPServer("protocol")
+
+    @mcp_tool(server, flags=flags)
+    def locked(x: int) -> str:
+        raise MCPError(-32042, "open the sign-in page first")
+
+    async def run() -> Any:
+        async with Client(server) as client:
+            try:
+                return await client.call_tool("locked", {"x": 1})
+            except MCPError as error:  # a JSON-RPC error, not a tool result
+                return error
+
+    for mode in ("shadow", "cutover"):
+        flags.set("locked", mode)
+        error = asyncio.run(run())
+        assert isinstance(error, MCPError) and (error.code, error.message) == (-32042, "open the sign-in page first")
+    assert [(r.variant, r.outcome) for r in calls(log)] == [("legacy", "cancelled"), ("structured", "cancelled")]
+
+
+class RoomTaken(ToolException):
+    """A user's own ToolException, with its own constructor and attributes."""
+
+    def __init__(self, room: str) -> None:
+        super().__init__(f"room {room} is taken")
+        self.room = room
+
+
+class Loud(ToolException):
+    """A ToolException whose own ``__str__`` ignores its arguments."""
+
+    def __str__(self) -> str:
+        return "LOUD"
+
+
+def test_a_users_tool_exception_subclass_reaches_their_handler_as_itself_carrying_the_payload(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    seen: list[BaseException] = []
+
+    def handler(error: ToolException) -> str:
+        seen.append(error)
+        return f"{type(error).__name__} {getattr(error, 'room', '-')}: {error}"
+
+    @langchain_tool(flags=flags, handle_tool_error=handler)
+    def book(room: str) -> str:
+        """Book a room."""
+        raise RoomTaken(room) if room != "loud" else Loud("the hall is taken")
+
+    flags.set("book", "cutover")
+    taken = book.invoke({"name": "book", "args": {"room": "R2"}, "id": "c1", "type": "tool_call"})
+    name_and_room, text = taken.content.split(": ", 1)
+    assert name_and_room == "RoomTaken R2" and _message(text)["message"] == "room R2 is taken"
+    loud = book.invoke({"name": "book", "args": {"room": "loud"}, "id": "c2", "type": "tool_call"})
+    assert type(seen[1]) is ToolException and _message(loud.content.split(": ", 1)[1])["message"] == "LOUD"
