@@ -449,3 +449,38 @@ def test_a_users_tool_exception_subclass_reaches_their_handler_as_itself_carryin
     assert name_and_room == "RoomTaken R2" and _message(text)["message"] == "room R2 is taken"
     loud = book.invoke({"name": "book", "args": {"room": "loud"}, "id": "c2", "type": "tool_call"})
     assert type(seen[1]) is ToolException and _message(loud.content.split(": ", 1)[1])["message"] == "LOUD"
+
+
+def test_options_that_change_no_result_shape_serve_the_payload_in_cutover(flags: InMemoryFlags,
+                                                                           log: InMemoryStore) -> None:
+    from agents import Agent as SdkAgent
+    from agents import Runner, set_trace_processors
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    set_trace_processors([])
+    server = MCPServer("unstructured")
+
+    @mcp_tool(server, flags=flags, structured_output=False)
+    def find(item_id: str) -> str:
+        return "Error: not found"
+
+    @openai_agents_tool(flags=flags, strict_mode=False)
+    def look(item_id: str, limit: int = 3) -> str:
+        """Look an item up."""
+        return "Error: not found"
+
+    async def listed_and_called() -> Any:
+        async with Client(server) as client:
+            (listed,) = (await client.list_tools()).tools
+            return listed, await client.call_tool("find", {"item_id": "1"})
+
+    flags.set("find", "cutover")
+    flags.set("look", "cutover")
+    listed, result = asyncio.run(listed_and_called())
+    assert listed.output_schema is None and result.is_error and _message(result.content[0].text)["code"] == "not_found"
+    model = ScriptedModel([ModelStep(output=[function_call("look", {"item_id": "1"}, call_id="c1")]),
+                           ModelStep(output=[assistant_message("done")])])
+    asyncio.run(Runner.run(SdkAgent(name="a", model=model, tools=[look]), "go"))
+    (seen,) = [i["output"] for i in model.calls[1].input if isinstance(i, dict) and i.get("type") ==
+               "function_call_output"]
+    assert _message(seen)["code"] == "not_found"
