@@ -16,10 +16,11 @@ def content_and_artifact(wrapper: Callable[..., Any]) -> bool:
 
     LangChain's ``@tool(response_format=...)`` is applied after ``@shadow.tool``, so the option is read at call
     time from the ``StructuredTool`` whose ``_run``/``_arun`` is calling ``wrapper`` (its ``func`` or
-    ``coroutine``); ``False`` at once when LangChain is not imported.
+    ``coroutine``); ``False`` at once outside a LangChain run.
     """
-    if "langchain_core.tools.base" not in sys.modules:
-        return False
+    config = sys.modules.get("langchain_core.runnables.config")
+    if config is None or config.var_child_runnable_config.get() is None:
+        return False  # not inside a LangChain run: its tools set the run's config before they call the function
     frame: FrameType | None = sys._getframe(1)
     for _ in range(_DEPTH):
         if frame is None:
