@@ -100,8 +100,7 @@ def test_a_model_retry_in_shadow_mode_is_logged_as_a_validation_error_not_an_int
     flags.set("square", "shadow")
     with pytest.raises(UnexpectedModelBehavior):
         asyncio.run(agent.run("go"))
-    assert model.retries == ["Pass a positive number."] * 1 or all("Pass a positive number." in r
-                                                                    for r in model.retries)
+    assert model.retries == ["Pass a positive number."]  # the legacy words, one retry as configured
     assert {(r.code, r.unmapped, r.rule) for r in calls(log)} == {("validation_error", False, "ModelRetry")}
 
 
