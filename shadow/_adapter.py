@@ -110,7 +110,10 @@ class PendingCall:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
         limits = settings()
         arguments = _guarded(self._arguments, {})
-        cancelled = self.exc is not None and (not isinstance(self.exc, Exception) or channels.passes_through(self.exc))
+        # a framework's control flow (an interrupt, a deferral) is no outcome of the tool; the proxy's upstream
+        # JSON-RPC errors are (they are the upstream server's answers, translated by its rules)
+        cancelled = self.exc is not None and (not isinstance(self.exc, Exception) or (
+            self.spec.source != "proxy" and channels.passes_through(self.exc)))
         fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes)
         if fast is not None:
             return fast
