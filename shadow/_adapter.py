@@ -28,6 +28,7 @@ from shadow.contract._rules import Rules
 from shadow.contract._schema import is_valid
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode, Variant
+from shadow.integrations import _channels as channels
 from shadow.integrations import _context as frameworks
 from shadow.integrations._returns import JsonPayload
 from shadow.typing import FlagSource
@@ -47,6 +48,7 @@ _CUTOVER: Final = Mode.CUTOVER
 _ARM_LEGACY: Final = Variant.LEGACY
 _STRUCTURED: Final = Variant.STRUCTURED
 _MAX_EXC_TEXT: Final = 500
+_NO_PAIR: Final = object()  # a call whose framework takes the result as is, not as (content, artifact)
 _PLAIN_TYPES: Final = frozenset({str, int, float, bool, type(None), dict, list, tuple})  # never framework-injected
 #: What a call goes through on its way to the writer, or None (the default: nothing, one global read per call).
 #: ``shadow.calllog.annotate_spans()`` (called by ``OtlpStore``) sets it to put the record on the caller's span.
@@ -108,7 +110,10 @@ class PendingCall:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
         limits = settings()
         arguments = _guarded(self._arguments, {})
-        cancelled = self.exc is not None and not isinstance(self.exc, Exception)
+        # a framework's control flow (an interrupt, a deferral) is no outcome of the tool; the proxy's upstream
+        # JSON-RPC errors are (they are the upstream server's answers, translated by its rules)
+        cancelled = self.exc is not None and (not isinstance(self.exc, Exception) or (
+            self.spec.source != "proxy" and channels.passes_through(self.exc)))
         fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes)
         if fast is not None:
             return fast
@@ -313,10 +318,20 @@ class _Runner:
 
     def finish(self, started: _Started, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any = None,
                exc: BaseException | None = None) -> Any:
-        """Hand the call to the writer; in the structured arm, the payload (as ``deliver`` serves it), else None."""
+        """Hand the call to the writer; in the structured arm, the payload (as ``deliver`` serves it), else None.
+
+        A framework exception the framework handles itself (``_channels``) is raised again carrying the payload; a
+        ``(content, artifact)`` pair the framework expects (``deliver.pairs()``) is judged on its content and
+        served as ``(payload, artifact)``.
+        """
         latency = time.perf_counter_ns() - started.p0
+        artifact: Any = _NO_PAIR
+        if (exc is None and type(value) is tuple and len(value) == 2) or started.variant is _STRUCTURED:
+            artifact, value = self._paired(value, exc)
         outcome = None
-        if started.variant is _STRUCTURED and (exc is None or isinstance(exc, Exception)):
+        if started.variant is _STRUCTURED and not (
+                channels.passes_through(value) if exc is None else
+                not isinstance(exc, Exception) or channels.passes_through(exc)):
             try:
                 outcome = self.spec.outcome(value, exc)
                 outcome = PendingCall(spec=self.spec, mode=started.mode, variant=started.variant, session_id="",
@@ -340,10 +355,42 @@ class _Runner:
             _internal_failure(self.spec.name, failure, "adapter.submit")
         if outcome is None:
             return None
+        if exc is not None:
+            carried = self._carried(exc, outcome.payload)
+            if carried is exc:
+                raise exc
+            if carried is not None:
+                raise carried from exc
+        served = self._served(outcome.payload)
+        return served if artifact is _NO_PAIR else (served, artifact)
+
+    def _served(self, payload: Payload) -> Any:
         if self.deliver is None:
-            return JsonPayload(outcome.payload)  # str() is JSON: what a framework that stringifies shows the model
+            return JsonPayload(payload)  # str() is JSON: what a framework that stringifies shows the model
         try:
-            return self.deliver(outcome.payload)
+            return self.deliver(payload)
         except Exception as failure:
             _internal_failure(self.spec.name, failure, "adapter.deliver")
-            return outcome.payload
+            return payload
+
+    def _carried(self, exc: BaseException, payload: Payload) -> BaseException | None:
+        """The exception the framework's own error channel takes in place of the payload, or ``None``."""
+        try:
+            return channels.raised(exc, payload, self.deliver)
+        except Exception as failure:
+            _internal_failure(self.spec.name, failure, "adapter.channel")
+            return None
+
+    def _paired(self, value: Any, exc: BaseException | None) -> tuple[Any, Any]:
+        """(artifact, content) of a call whose framework expects a ``(content, artifact)`` pair, else
+        (``_NO_PAIR``, value): the artifact is ``None`` when the call did not return a pair."""
+        pairs = getattr(self.deliver, "pairs", None)
+        try:
+            if pairs is None or not pairs():
+                return _NO_PAIR, value
+        except Exception as failure:
+            _internal_failure(self.spec.name, failure, "adapter.pairs")
+            return _NO_PAIR, value
+        if exc is None and type(value) is tuple and len(value) == 2:
+            return value[1], value[0]
+        return None, value

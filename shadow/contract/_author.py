@@ -11,14 +11,16 @@ from shadow.contract._codes import Code
 from shadow.contract._payloads import MAX_MESSAGE_CHARS, MAX_SENTENCES
 
 #: A framework's model-facing exceptions, by the qualified name of a class in the exception's MRO (no framework is
-#: imported), and the code an unplaced one takes: ``None`` serves ``rejected`` and counts it unmapped; a
-#: ``ModelRetry`` asks the model to correct its call, so it is a ``validation_error`` by its type.
+#: imported), and the code an unplaced one takes: ``None`` serves ``rejected`` and counts it unmapped (PydanticAI's
+#: ``ToolFailed`` too: a terminal failure the model reads); a ``ModelRetry`` asks the model to correct its call, so
+#: it is a ``validation_error`` by its type.
 SHOWN_EXCEPTIONS: Final[MappingProxyType[str, Code | None]] = MappingProxyType({
     "fastmcp.exceptions.ToolError": None,
     "mcp.server.mcpserver.exceptions.ToolError": None,
     "mcp.server.fastmcp.exceptions.ToolError": None,
     "langchain_core.tools.base.ToolException": None,
     "pydantic_ai.exceptions.ModelRetry": Code.VALIDATION_ERROR,
+    "pydantic_ai.exceptions.ToolFailed": None,
 })
 _NOT_SHOWN: Final = "-"
 _shown: dict[type[BaseException], str] = {}

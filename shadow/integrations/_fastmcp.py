@@ -7,7 +7,7 @@ from typing import Any
 
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
-from shadow.integrations._returns import fastmcp_object_union, object_return
+from shadow.integrations._returns import fastmcp_object_union, object_return, schema_union
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -21,8 +21,9 @@ def fastmcp_tool(
     The schema is the one ``@mcp.tool`` generates (a primitive output schema widened to admit the payload), and
     ``options`` (``description=``, ``tags=``, ``annotations=``, ...) go to FastMCP. In cutover the structured arm
     gets a result whose text is the payload's JSON, whose ``structuredContent`` matches the output schema, with
-    ``isError`` set on errors. Put the ``shadow describe --tool`` paragraph in ``description=``. Returns ``fn``
-    wrapped, as ``@mcp.tool`` returns the function.
+    ``isError`` set on errors (a ``ToolError`` the tool raises too, its text as the message). An
+    ``output_schema=`` of your own is widened the same way. Put the ``shadow describe --tool`` paragraph in
+    ``description=``. Returns ``fn`` wrapped, as ``@mcp.tool`` returns the function.
     """
     if not callable(getattr(mcp, "add_tool", None)):
         raise TypeError(f"fastmcp_tool(mcp) takes the fastmcp.FastMCP server first, not {type(mcp).__name__}")
@@ -38,7 +39,10 @@ def fastmcp_tool(
         if typed is not None and "output_schema" not in options:  # one object schema admitting both
             wrapper.__signature__ = typed[0].replace(  # type: ignore[attr-defined]
                 return_annotation=fastmcp_object_union(typed[1]))
-        tool = Tool.from_function(wrapper, name=name, **options)
+        settings = dict(options)
+        if isinstance(settings.get("output_schema"), dict):  # the user's own schema, widened the same way
+            settings["output_schema"] = schema_union(settings["output_schema"])
+        tool = Tool.from_function(wrapper, name=name, **settings)
         wraps_result.append(bool((tool.output_schema or {}).get("x-fastmcp-wrap-result")))
         mcp.add_tool(tool)
         return wrapper

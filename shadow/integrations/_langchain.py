@@ -33,7 +33,9 @@ def langchain_tool(
     logged. A call made with ``config={"configurable": {"thread_id": ...}}`` (a LangGraph thread) is logged in that
     session. In cutover the ``ToolMessage`` content is the payload's JSON, with ``status="error"`` when the payload
     is an error (served as a handled ``ToolException``): pass your own ``handle_tool_error=`` here, not by assigning
-    it on the tool, and it handles your own exceptions as before. With ``response_format="content_and_artifact"``
+    it on the tool, and it handles your own ``ToolException``s as before, raised again carrying the payload (its
+    ``str()`` the payload's JSON; ``False``, the default, lets it propagate). LangGraph's ``interrupt()`` and a
+    returned ``Command`` pass through. With ``response_format="content_and_artifact"``
     the tool is judged, logged and served on its content alone: the artifact passes through unchanged on successes
     and is ``None`` on errors. Put the ``shadow describe --tool`` paragraph in ``description=`` or at the end of the
     docstring.

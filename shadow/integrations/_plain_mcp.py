@@ -1,4 +1,4 @@
-"""The plain ``@shadow.tool`` under an MCP server: a cutover error payload served as an MCP result with ``isError``."""
+"""The plain ``@shadow.tool`` under a framework: an MCP error result with ``isError``, LangChain's content pairs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from shadow.contract._author import shown_name
 from shadow.contract._payloads import Payload
+from shadow.integrations._channels import MCP_TOOL_ERRORS, carried, carrier, payload_text
 from shadow.integrations._context import current_mcp_request
+from shadow.integrations._plain_langchain import content_and_artifact
 from shadow.integrations._returns import ContractError, ContractOk, JsonPayload
 
 
@@ -62,8 +65,7 @@ class PlainDelivery:
         if payload["ok"] or self.wrapper is None:
             return JsonPayload(payload)
         try:
-            call = _mcp_call()
-            if call is None or call[1] not in self._names():
+            if not self._called():
                 return JsonPayload(payload)
             from mcp.types import CallToolResult, TextContent
 
@@ -72,6 +74,26 @@ class PlainDelivery:
                                   structured_content=structured, is_error=True)
         except Exception:  # an SDK that moved things: the payload as the framework would serve any dict
             return JsonPayload(payload)
+
+    def raised(self, exc: BaseException, payload: Payload) -> BaseException | None:
+        """An MCP ``ToolError`` this very tool call raised is served as the ``isError`` result; one raised
+        elsewhere (a direct call, another tool's, an ``MCPServer`` without ``instrument_mcp``) is raised again
+        carrying the payload, which the server still turns into an ``isError`` result. Others: ``carried``."""
+        name = shown_name(exc)
+        if name is None or name not in MCP_TOOL_ERRORS:
+            return carried(exc, payload)
+        if self._called():
+            return None
+        return carrier(exc, name, payload_text(payload))
+
+    def pairs(self) -> bool:
+        """Whether a LangChain tool with ``response_format="content_and_artifact"`` is calling this wrapper."""
+        return self.wrapper is not None and content_and_artifact(self.wrapper)
+
+    def _called(self) -> bool:
+        """Whether an MCP client's call of this very tool is running."""
+        call = _mcp_call()
+        return call is not None and call[1] in self._names()
 
     def _names(self) -> set[str]:
         """The names this tool may be registered under: FastMCP's ``@mcp.tool(name=...)``, else the function's."""

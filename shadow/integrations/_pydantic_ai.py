@@ -21,8 +21,9 @@ def pydantic_ai_tool(
     A function whose first parameter is a ``RunContext`` is registered with ``agent.tool`` (the context is not
     logged), any other with ``agent.tool_plain``; ``options`` (``description=``, ``retries=``, ``prepare=``, ...) go
     there. The schema is the one PydanticAI generates. Calls are logged in the run's conversation
-    (``agent.run(..., conversation_id=...)``, else the run). In cutover the model reads the payload as JSON. Put the
-    ``shadow describe --tool`` paragraph in ``description=``.
+    (``agent.run(..., conversation_id=...)``, else the run). In cutover the model reads the payload as JSON; a
+    ``ModelRetry`` or ``ToolFailed`` is raised again carrying it, so ``retries=`` still counts, and ``CallDeferred``
+    / ``ApprovalRequired`` pass through. Put the ``shadow describe --tool`` paragraph in ``description=``.
     """
     if not callable(getattr(agent, "tool", None)) or not callable(getattr(agent, "tool_plain", None)):
         raise TypeError(f"pydantic_ai_tool(agent) takes a pydantic_ai.Agent first, not {type(agent).__name__}")

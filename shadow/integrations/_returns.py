@@ -165,6 +165,19 @@ def fastmcp_object_union(legacy: Any) -> Any:
     return Annotated[typing.Union[legacy, ContractOk, ContractError], WithJsonSchema(schema, mode="serialization")]  # noqa: UP007
 
 
+def schema_union(legacy: dict[str, Any]) -> dict[str, Any]:
+    """An output schema the user wrote (FastMCP's ``output_schema=``), widened to admit the payload: one object
+    schema, ``anyOf`` the user's (its ``$defs`` kept at the top) and the payload's two shapes."""
+    from pydantic import TypeAdapter
+
+    payload_schema = _inline(TypeAdapter(ContractPayload).json_schema(mode="serialization"))
+    own = {k: v for k, v in legacy.items() if k != "$defs"}
+    widened: dict[str, Any] = {"type": "object", "anyOf": [own, *payload_schema["anyOf"]]}
+    if "$defs" in legacy:
+        widened["$defs"] = legacy["$defs"]
+    return widened
+
+
 def mcp_object_union(legacy: Any, name: str) -> Any:
     """For MCPServer: a root model of ``legacy | payload`` with an object schema (MCPServer wraps other unions)."""
     from pydantic import ConfigDict, RootModel

@@ -107,7 +107,8 @@ def test_a_frameworks_tool_error_is_shown_text_placed_by_the_phrase_table() -> N
 def test_each_frameworks_model_facing_exception_is_recognised_without_importing_it_in_the_core() -> None:
     names = []
     for module, name in [("fastmcp.exceptions", "ToolError"), ("mcp.server.mcpserver.exceptions", "ToolError"),
-                         ("langchain_core.tools", "ToolException"), ("pydantic_ai", "ModelRetry")]:
+                         ("langchain_core.tools", "ToolException"), ("pydantic_ai", "ModelRetry"),
+                         ("pydantic_ai", "ToolFailed")]:
         cls = getattr(pytest.importorskip(module), name)
 
         class Sub(cls):  # type: ignore[misc,valid-type]

@@ -22,6 +22,17 @@ def calls(store: InMemoryStore, tool: str | None = None) -> list[CallRecord]:
     return sorted(found, key=lambda r: (r.ts, r.seq))
 
 
+def served_error(text: str) -> dict[str, Any]:
+    """The error of a cutover payload served as JSON text, checked against the contract."""
+    import json
+
+    payload = json.loads(text)
+    shadow.validate(payload)
+    assert payload["ok"] is False
+    error: dict[str, Any] = payload["error"]
+    return error
+
+
 def loop_counts(url: str, tmp_path: Path, tool: str) -> tuple[int, int]:
     """(errors, loops) of ``tool`` in the loop-rate report of the call log at ``url``."""
     from shadow.analytics._report import loop_rate_report

@@ -112,8 +112,14 @@ def test_a_tools_own_tool_exception_is_handled_as_before_and_error_payloads_stil
         assert (new.content, new.status) == (old.content, old.status) and old.status == "error"
     assert [r.outcome for r in calls(log)] == ["error"]
     flags.set("reserve", "cutover")
-    served = shadowed.invoke(call)
-    assert served.status == "error" and json.loads(served.content)["ok"] is False
+    if handler is None:  # LangChain's default (False): raised, as before, now carrying the payload
+        with pytest.raises(ToolException) as raised:
+            shadowed.invoke(call)
+        assert json.loads(str(raised.value))["ok"] is False
+    else:
+        served = shadowed.invoke(call)
+        assert served.status == "error"
+        assert served.content == handler if isinstance(handler, str) else '"ok":false' in served.content
 
 
 def _fetch(item_id: str) -> tuple[str, dict[str, Any]]:
