@@ -46,7 +46,13 @@ class ShadowToolset(WrapperToolset[AgentDepsT]):
 
     def shadowed(self, name: str, tool: ToolsetTool[AgentDepsT]) -> ToolsetTool[AgentDepsT]:
         """``tool`` calling its function behind its flag (a copy), or ``tool`` when it is ignored or has none."""
-        if name in self.ignore or not isinstance(tool, FunctionToolsetTool):
+        if name in self.ignore:
+            return tool
+        source = getattr(tool, "source_tool", None)  # a combined toolset's tool: the tool of the toolset it holds
+        if isinstance(source, ToolsetTool):
+            shadowed = self.shadowed(name, source)
+            return tool if shadowed is source else dataclasses.replace(tool, source_tool=shadowed)  # type: ignore[call-arg]
+        if not isinstance(tool, FunctionToolsetTool):
             return tool
         schema: Any = getattr(tool.call_func, "__self__", None)  # FunctionSchema.call, bound to the tool's schema
         function = getattr(schema, "function", None)
