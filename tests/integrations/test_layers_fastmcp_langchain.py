@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import jsonschema
 import pytest
@@ -19,7 +19,8 @@ pytest.importorskip("langchain_core")
 langgraph_prebuilt = pytest.importorskip("langgraph.prebuilt")
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langchain_core.tools import InjectedToolCallId, tool  # noqa: E402
 
 from shadow.integrations import ShadowTransform, langchain_tool, shadow_tools  # noqa: E402
 
@@ -165,3 +166,39 @@ def test_a_streamed_agent_run_logs_and_serves_the_same_as_a_plain_run(
     first, second = calls(log)
     assert (first.variant, first.outcome, first.args) == (second.variant, second.outcome, second.args)
     assert first.variant == ("legacy" if mode == "shadow" else "structured")
+
+
+def test_context_taking_tools_keep_their_injected_arguments_out_under_both_layers(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    server = fastmcp.FastMCP("ctx", transforms=[ShadowTransform(flags=flags)])
+
+    @server.tool
+    async def fm_find(item_id: str, ctx: fastmcp.Context) -> str:
+        """Find an item."""
+        assert ctx.session_id
+        return "Error: not found"
+
+    @tool
+    def lc_find(item_id: str, call_id: Annotated[str, InjectedToolCallId], config: RunnableConfig) -> str:
+        """Find an item."""
+        assert call_id and config
+        return "Error: not found"
+
+    flags.set("fm_find", "shadow")
+    flags.set("lc_find", "shadow")
+
+    async def run() -> None:
+        async with fastmcp.Client(server, mode="legacy") as client:  # one connection: one MCP session
+            for _ in range(2):
+                await client.call_tool("fm_find", {"item_id": "42"}, raise_on_error=False)
+
+    asyncio.run(run())
+    (made,) = shadow_tools([lc_find], flags=flags)
+    for i in range(2):
+        made.invoke({"name": "lc_find", "args": {"item_id": "42"}, "id": f"c{i}", "type": "tool_call"},
+                    {"configurable": {"thread_id": "t-1"}})
+    records = calls(log)
+    assert [(r.tool, r.args) for r in records] == [("fm_find", {"item_id": "42"})] * 2 + [
+        ("lc_find", {"item_id": "42"})] * 2
+    assert records[0].session_id == records[1].session_id and records[0].fingerprint == records[1].fingerprint
+    assert records[2].session_id == records[3].session_id == "t-1"
