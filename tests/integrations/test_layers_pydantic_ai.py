@@ -1,5 +1,5 @@
 """A whole tool layer in one line, PydanticAI: ``ShadowToolset`` and the ``ShadowTools`` capability through
-``agent.run`` with a ``FunctionModel``, and ``agent.run_stream`` with a streamed one."""
+``agent.run`` with a ``FunctionModel``, and ``agent.run_stream``/``agent.iter`` with a streamed one."""
 
 from __future__ import annotations
 
@@ -51,11 +51,15 @@ class Script:
             yield {0: DeltaToolCall(name=call[0], json_args=json.dumps(call[1]), tool_call_id=f"call_{step}")}
 
 
-def _run(agent: Agent[None, str], script: Script, streamed: bool = False) -> list[str]:
+def _run(agent: Agent[None, str], script: Script, how: str = "run") -> list[str]:
     async def go() -> None:
-        if streamed:
+        if how == "run_stream":
             async with agent.run_stream("go") as run:
                 await run.get_output()
+        elif how == "iter":
+            async with agent.iter("go") as graph:
+                async for _node in graph:
+                    pass
         else:
             await agent.run("go")
 
@@ -109,10 +113,11 @@ def test_a_tool_made_by_pydantic_ai_tool_under_the_capability_is_logged_once(
     assert json.loads(seen)["error"]["code"] == "not_found" and len(calls(log)) == 1
 
 
+@pytest.mark.parametrize("how", ["run_stream", "iter"])
 @pytest.mark.parametrize("layer", ["decorator", "capability"])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_streamed_run_logs_and_serves_the_same_as_a_plain_run(
-        flags: InMemoryFlags, log: InMemoryStore, mode: str, layer: str) -> None:
+        flags: InMemoryFlags, log: InMemoryStore, mode: str, layer: str, how: str) -> None:
     def agent(script: Script) -> Agent[None, str]:
         model = FunctionModel(script, stream_function=script.stream)
         made: Agent[None, str] = Agent(model, capabilities=[ShadowTools(flags=flags)] if layer != "decorator" else [])
@@ -126,7 +131,7 @@ def test_a_streamed_run_logs_and_serves_the_same_as_a_plain_run(
     for name in ("get_task", "lookup", "search"):
         flags.set(name, mode)
     ran, streamed = Script(CALLS), Script(CALLS)
-    assert _run(agent(streamed), streamed, streamed=True) == _run(agent(ran), ran)
+    assert _run(agent(streamed), streamed, how) == _run(agent(ran), ran)
     records = calls(log)
     half = len(records) // 2
     assert half == len(CALLS)
