@@ -1,0 +1,66 @@
+"""LangChain/LangGraph: a whole list of tools behind their shadow flags, ``ToolNode(shadow_tools(tools))``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from shadow.contract._rules import Rules
+from shadow.integrations._langchain import langchain_tool
+from shadow.typing import FlagSource
+
+
+def shadow_tools(
+    tools: Sequence[Any], *, ignore: Iterable[str] = (), rules: Rules | None = None, idempotent: bool = True,
+    flags: FlagSource | None = None,
+) -> list[Any]:
+    """``tools`` (LangChain tools, or plain functions as ``ToolNode`` takes them) behind their shadow flags.
+
+    Hand the list to ``ToolNode``, ``create_react_agent``/``create_agent`` or ``model.bind_tools``. Each tool is
+    a copy wrapped by ``langchain_tool`` itself, its flag keyed by the tool's name: the same records and cutover
+    ``ToolMessage``s (``status="error"``, ``content_and_artifact``, your ``handle_tool_error``) as decorating each
+    one, and the rest of the tool (name, description, schema, tags, metadata, ``return_direct``) as it was. Tools
+    named in ``ignore`` are returned as they are (no record), as are tools already shadowed; a ``BaseTool`` with
+    no function to wrap (a subclass with its own ``_run``) is a ``TypeError`` naming it, to be put in ``ignore``.
+    """
+    if isinstance(ignore, str):
+        raise TypeError(f"shadow_tools(ignore=...) takes tool names, not one string: ignore=[{ignore!r}]")
+    from langchain_core.tools import BaseTool, tool
+
+    skip = frozenset(ignore)
+    options: dict[str, Any] = {"rules": rules, "idempotent": idempotent, "flags": flags}
+    out: list[Any] = []
+    for item in tools:
+        if not isinstance(item, BaseTool):
+            if not callable(item) or isinstance(item, type):
+                raise TypeError(f"shadow_tools takes LangChain tools or functions, not {type(item).__name__}")
+            name = str(getattr(item, "__name__", ""))
+            out.append(tool(item) if name in skip else langchain_tool(**options)(item))
+        elif item.name in skip or _shadowed(item):
+            out.append(item)
+        else:
+            out.append(_shadow(item, options))
+    return out
+
+
+def _shadowed(made: Any) -> bool:
+    return any(getattr(getattr(made, f, None), "__shadow_tool__", None) is not None for f in ("func", "coroutine"))
+
+
+def _shadow(made: Any, options: dict[str, Any]) -> Any:
+    """A copy of the LangChain tool ``made`` whose functions are the ones ``langchain_tool`` makes of its own."""
+    functions: dict[str, Callable[..., Any]] = {f: fn for f in ("func", "coroutine")
+                                                if callable(fn := getattr(made, f, None))}
+    if not functions:
+        raise TypeError(f"shadow_tools: the tool {made.name!r} ({type(made).__name__}) has no function to wrap; "
+                        f"leave it out with ignore=[{made.name!r}]")
+    settings: dict[str, Any] = {"description": made.description, "response_format": made.response_format,
+                                "handle_tool_error": made.handle_tool_error}
+    if made.args_schema is not None:
+        settings["args_schema"] = made.args_schema
+    update: dict[str, Any] = {}
+    for field, fn in functions.items():
+        shadowed = langchain_tool(name=made.name, **options, **settings)(fn)
+        update[field] = getattr(shadowed, field)
+        update["handle_tool_error"] = shadowed.handle_tool_error
+    return made.model_copy(update=update)

@@ -1,0 +1,133 @@
+"""A whole tool layer in one line, LangChain/LangGraph: ``shadow_tools`` through a LangGraph agent's ``ToolNode``
+(``create_react_agent`` with a fake chat model), run and streamed with ``astream_events``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import pytest
+from integration_support import CALLS, calls, legacy_tools
+
+import shadow
+from shadow.testing import InMemoryFlags, InMemoryStore
+
+pytest.importorskip("langchain_core")
+langgraph_prebuilt = pytest.importorskip("langgraph.prebuilt")
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
+from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langchain_core.tools import InjectedToolCallId, tool  # noqa: E402
+
+from shadow.integrations import langchain_tool, shadow_tools  # noqa: E402
+
+MODES = ("shadow", "cutover")
+
+
+def _tool_node_messages(tools: list[Any]) -> list[ToolMessage]:
+    """The ToolMessages of a LangGraph agent (its ``ToolNode``) calling every one of CALLS in one step."""
+    calls_ = [{"name": n, "args": a, "id": f"call_{i}", "type": "tool_call"} for i, (n, a) in enumerate(CALLS)]
+    script = iter([AIMessage(content="", tool_calls=calls_), AIMessage(content="done")])
+    graph = langgraph_prebuilt.create_react_agent(_ToolCallingModel(messages=script, disable_streaming=True), tools)
+    out = asyncio.run(graph.ainvoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "thread-A"}}))
+    return sorted([m for m in out["messages"] if isinstance(m, ToolMessage)], key=lambda m: m.tool_call_id)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_shadow_tools_in_a_langgraph_agent_shadows_every_tool_but_the_ignored_one(
+        flags: InMemoryFlags, log: InMemoryStore, mode: str) -> None:
+    for name in ("get_task", "lookup", "search"):
+        flags.set(name, mode)
+    plain = [tool(fn, parse_docstring=True) for fn in legacy_tools().values()]
+    before = _tool_node_messages(plain)
+    after = _tool_node_messages(shadow_tools([tool(fn, parse_docstring=True) for fn in legacy_tools().values()],
+                                             flags=flags, ignore=["search"]))
+    for (name, _), old, new in zip(CALLS, before, after, strict=True):
+        if mode == "shadow" or name == "search":
+            assert (new.content, new.status) == (old.content, old.status)
+        else:
+            payload = json.loads(new.content)
+            shadow.validate(payload)
+            assert new.status == ("success" if payload["ok"] else "error")
+    records = calls(log)
+    assert [(r.tool, r.outcome) for r in records] == [("get_task", "ok"), ("lookup", "error"), ("lookup", "ok")]
+    assert {r.session_id for r in records} == {"thread-A"}
+    assert {r.variant for r in records} == {"legacy" if mode == "shadow" else "structured"}
+
+
+def test_shadow_tools_keeps_the_schema_and_takes_plain_functions(flags: InMemoryFlags) -> None:
+    plain = [tool(fn, parse_docstring=True) for fn in legacy_tools().values()]
+    made = shadow_tools([tool(fn, parse_docstring=True) for fn in legacy_tools().values()], flags=flags)
+    for old, new in zip(plain, made, strict=True):
+        assert (new.name, new.description) == (old.name, old.description)
+        assert new.tool_call_schema.model_json_schema() == old.tool_call_schema.model_json_schema()
+    (function,) = shadow_tools([legacy_tools()["lookup"]], flags=flags)
+    assert function.name == "lookup" and function.func.__shadow_tool__ == "lookup"
+    with pytest.raises(TypeError, match="one string"):
+        shadow_tools(plain, ignore="search")
+
+
+class _ToolCallingModel(GenericFakeChatModel):
+    """A fake chat model an agent can bind tools to: it answers from its script."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def _agent(tools: list[Any]) -> Any:
+    script = iter([AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"item_id": "0"}, "id": "c1"}]),
+                   AIMessage(content="done")])
+    return langgraph_prebuilt.create_react_agent(_ToolCallingModel(messages=script, disable_streaming=True), tools)
+
+
+def _streamed_tool_output(graph: Any) -> str:
+    async def run() -> str:
+        outputs = [event["data"]["output"] async for event in graph.astream_events(
+            {"messages": [("user", "find 0")]}, {"configurable": {"thread_id": "thread-A"}}, version="v2")
+            if event["event"] == "on_tool_end"]
+        (output,) = outputs
+        return str(output.content)
+
+    return asyncio.run(run())
+
+
+def _run_tool_output(graph: Any) -> str:
+    out = graph.invoke({"messages": [("user", "find 0")]}, {"configurable": {"thread_id": "thread-A"}})
+    (message,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    return str(message.content)
+
+
+@pytest.mark.parametrize("layer", ["decorator", "shadow_tools"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_streamed_agent_run_logs_and_serves_the_same_as_a_plain_run(
+        flags: InMemoryFlags, log: InMemoryStore, mode: str, layer: str) -> None:
+    def tools() -> list[Any]:
+        fn = legacy_tools()["lookup"]
+        return [langchain_tool(flags=flags)(fn)] if layer == "decorator" else shadow_tools([tool(fn)], flags=flags)
+
+    flags.set("lookup", mode)
+    ran, streamed = _run_tool_output(_agent(tools())), _streamed_tool_output(_agent(tools()))
+    assert streamed == ran
+    assert ran == "Error: not found" if mode == "shadow" else json.loads(ran)["error"]["code"] == "not_found"
+    first, second = calls(log)
+    assert (first.variant, first.outcome, first.args) == (second.variant, second.outcome, second.args)
+    assert first.variant == ("legacy" if mode == "shadow" else "structured")
+
+
+def test_a_tool_with_injected_arguments_under_shadow_tools_keeps_them_out_and_its_thread(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    @tool
+    def lc_find(item_id: str, call_id: Annotated[str, InjectedToolCallId], config: RunnableConfig) -> str:
+        """Find an item."""
+        assert call_id and config
+        return "Error: not found"
+
+    flags.set("lc_find", "shadow")
+    (made,) = shadow_tools([lc_find], flags=flags)
+    for i in range(2):
+        made.invoke({"name": "lc_find", "args": {"item_id": "42"}, "id": f"c{i}", "type": "tool_call"},
+                    {"configurable": {"thread_id": "t-1"}})
+    first, second = calls(log)
+    assert first.args == second.args == {"item_id": "42"}
+    assert first.session_id == second.session_id == "t-1" and first.fingerprint == second.fingerprint
