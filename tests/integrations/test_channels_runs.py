@@ -112,14 +112,14 @@ def test_a_tool_failed_in_cutover_is_a_failed_tool_result_carrying_the_payload(
     @pydantic_ai_tool(agent, flags=flags)
     def book(x: int) -> str:
         """Book a seat."""
-        raise ToolFailed("no seats left on train 4411")
+        raise ToolFailed("train 4411 runs on Sundays")
 
     flags.set("book", "cutover")
     assert asyncio.run(agent.run("go")).output == "gave up"
     assert model.retries == []
     (seen,) = model.returns
     error = served_error(seen)
-    assert (error["code"], error["message"]) == ("rejected", "no seats left on train 4411")
+    assert (error["code"], error["message"]) == ("rejected", "train 4411 runs on Sundays")
 
 
 # --- the Agents SDK: failure_error_function=None still ends the run ------------------------------------------------
