@@ -166,7 +166,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
        r"protocol|scheme|url|statement|encoding|language|kind)|not a supported|wrong kind of\b|"
-       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|"
+       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|must (?:point to|"
+       r"be) an? (?:\w+ ){0,2}(?:file|image|"
+       r"document|directory|folder)\b|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|document|"
+       r"spreadsheet)"
+       r"(?: file)?\b|\bis (?:a )?(?:damaged|corrupt(?:ed)?)\b|does not contain (?:any )?text|"
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
@@ -180,13 +184,13 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "instead of retrying."),
     # What exists already, and conflicts with the current state.
     _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
-       r"registered|taken|in use|a member|subscribed|starred|linked|installed|booked)|already exists?\b",
+       r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b",
        Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
        "choose another name."),
     _p(r"\bconflict|modified concurrently|concurrent update|could not serialize|version mismatch|"
        r"\[rejected\]|updates were rejected|could not find exact match|out of date|stale|deadlock|"
-       r"is already (?:open|running|started|active)", Code.CONFLICT,
+       r"is already (?:open|running|started|active)|\boverlaps?\b", Code.CONFLICT,
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
     # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
@@ -203,7 +207,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bis not an? (?:\w+ )?(?:field|parameter|argument|option|column|property|key)\b|"
        r"not in the (?:\S+ ){0,2}schema|"
        r"\brequires (?:exactly|at least|at most)\b|\b(?:needs|requires) (?:a|an|the) (?:\w+ )?(?:name|value|id|list)\b|"
-       r"\bbut (?:should be|expected)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|value|list|sql|"
+       r"\bbut (?:should be|expected)\b|\bbut (?:\w+ ){0,2}(?:should have|there are|expected)\b|\bhas fewer than\b|"
+       r"\bnot a (?:number|integer|string|boolean)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|"
+       r"value|list|sql|"
        r"text)\b|"
        r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
        r"constraint (?:failed|fails|violation)|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
@@ -233,7 +239,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"reference|link|database|table|cluster|model|agent|member|variable)|"
        r"malformed object name|not found|no such\b|does not exist|doesn't exist|missing (?:record|item)|"
        r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\S+ ){1,5}(?:was |were )?found|zero results|"
-       r"no results|(?:cannot|could not|can't) be (?:found|located)|\bno (?:matching|matches|match found)\b|"
+       r"no results|\bthere (?:are|is) no \w+\b|(?:cannot|could not|can't) be (?:found|located)|"
+       r"\bno (?:matching|matches|match found)\b|"
        r"nothing (?:found|matched)|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
@@ -243,14 +250,17 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
        r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
        r"memory limit|out of memory|memory exhaustion|\bover the (?:\w+ ){0,2}limit\b|exceeded (?:the )?limit|"
-       r"exceeds? (?:the )?(?:\w+ )?limit|size exceeded",
+       r"exceeds? (?:the )?(?:\w+ )?limit|size exceeded|;\s*the limit is|too much memory|"
+       r"\bmore than [\d,.]+ (?:cells|rows|"
+       r"formulas|items|pages|records|results|lines|files)\b",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).
     _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing|malformed|bad request|\bexpected\b|"
-       r"unprocessable|validation failed|failed validation|\b(?:ValueError|TypeError|ValidationError)\b|syntax error|"
+       r"unprocessable|\bincorrect\b|validation failed|failed validation|\b(?:ValueError|TypeError|"
+       r"ValidationError)\b|syntax error|"
        r"cannot start with|validation error|not a valid|out of range|unrecognized|^\s*unknown\b", _V,
        "an argument is missing or malformed", "The argument {value} is not valid. Correct it, for example as "
        "the tool's input schema describes it."),
