@@ -10,13 +10,14 @@ asynchronous exception, raised as soon as it runs Python code again (a call bloc
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 import time
 from collections.abc import Callable
 
 
-class BuildAbandoned(BaseException):  # noqa: N818 - raised into a thread, like KeyboardInterrupt
+class BuildAbandoned(BaseException):
     """Raised into a writer thread whose build was given up, to end it."""
 
 
@@ -33,10 +34,8 @@ def stop_thread(thread: threading.Thread) -> None:
     ident = thread.ident
     if ident is None or not thread.is_alive():
         return
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(BuildAbandoned))
-    except (AttributeError, OSError):
-        pass
 
 
 def watch(timeout: float, building: Callable[[], float | None], thread: Callable[[], threading.Thread],
