@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 from shadow import _hostile as hostile
 from shadow._logs import get_logger
-from shadow._redact import scrub_text
 from shadow.calllog._bounded import BoundedStore
 from shadow.calllog._intake import Intake, RecordDropped
 from shadow.calllog._outage import Outage
@@ -26,7 +25,8 @@ from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL, Replayer
 from shadow.calllog._spool import Spool
 from shadow.calllog._storing import Storer
-from shadow.calllog._watchdog import stop_thread, watch
+from shadow.calllog._watchdog import watch
+from shadow.calllog._writer_life import Lifecycle, error_text
 from shadow.calllog._writer_stats import StatsPublisher, WriterStats
 from shadow.typing import Deferred, Store
 
@@ -40,7 +40,7 @@ _RECORDS = (CallRecord, MarkRecord)
 EXIT_GRACE = 3.0
 
 
-class Writer(Intake):
+class Writer(Intake, Lifecycle):
     """Moves records from callers to a ``Store`` off their path; see the module docstring.
 
     ``retry_initial``/``retry_max`` bound the backoff (seconds) between probes of an unavailable store;
@@ -201,32 +201,6 @@ class Writer(Intake):
             if self._current(generation) and not self._closed:
                 self._died(exc)
 
-    def _died(self, exc: BaseException) -> None:
-        """The writer thread ends unexpectedly: count it; the next ``submit`` starts another (``_revive``)."""
-        with self._gen_lock:
-            if self._building_since is not None:  # it died building one: that record is lost
-                self._building_since = None
-                self._failed_builds += 1
-                self._taking_popped -= 1
-                self._count("writer_died")
-                self._done_one(1)
-            self._dead = True
-        try:
-            self._fail("writer.died", exc)
-        finally:
-            with self._done:
-                self._done.notify_all()
-
-    def _revive(self) -> None:
-        """A submit found the writer thread dead: start another; it carries on with what the dead one held."""
-        with self._gen_lock:
-            if not self._dead:
-                return
-            self._dead = False
-            self._generation += 1
-            self._count("writer_restarted")
-            self._thread = self._start()
-
     def _loop(self, generation: int) -> None:
         while self._current(generation):
             self._wake.wait(self._timeout())
@@ -339,25 +313,6 @@ class Writer(Intake):
         self._taking, self._taking_popped = [], 0
         return batch, popped
 
-    def _give_up_build(self, since: float, busy: bool) -> None:
-        """The build that started at ``since`` hangs (or burns CPU past its bound, ``busy``): count it as failed,
-        stop its thread as soon as it runs Python code again, and carry on in a fresh thread."""
-        with self._gen_lock:
-            if self._building_since != since:
-                return
-            self._generation += 1
-            self._building_since = None
-            self._failed_builds += 1
-            self._count("build_cpu_bound" if busy else "build_timeout")
-            self._taking_popped -= 1  # the hung item
-            old = self._thread
-            self._thread = self._start()
-        stop_thread(old)
-        self._done_one(1)
-        what = "used its CPU bound" if busy else f"took over {self.build_timeout:g} s"
-        self._fail("writer.build_timeout", TimeoutError(f"a record {what} to build (user code such as __str__); "
-                                                        "it is given up"))
-
     def _store(self, batch: list[Record], *, replay: bool) -> int | None:
         """Store ``batch`` (``Storer``): how many records went in, or None while the store is away."""
         remaining = self._deadline - time.monotonic() if self._stopping else None
@@ -443,7 +398,7 @@ class Writer(Intake):
 
     def _fail(self, event: str, exc: BaseException, **fields: object) -> None:
         # No traceback and no statement text: a database error quotes every parameter of the rows it refused.
-        log.error(event, error_type=type(exc).__name__, error=_error_text(exc), **fields)
+        log.error(event, error_type=type(exc).__name__, error=error_text(exc), **fields)
         if self.on_error is not None:
             try:
                 self.on_error(event, exc)
@@ -460,12 +415,3 @@ class Writer(Intake):
         if self.spool is not None:
             self.spool.forget_in_child()
         self._replay.forget_in_child()
-
-
-def _error_text(exc: BaseException) -> str:
-    """The driver's first line of ``exc`` (never SQLAlchemy's ``[SQL: ...] [parameters: ...]``), scrubbed."""
-    try:
-        text = str(getattr(exc, "orig", None) or exc).split("\n", 1)[0]
-    except BaseException:  # an exception whose __str__ raises (even KeyboardInterrupt): its type says enough
-        return f"<{type(exc).__name__}: unprintable>"
-    return scrub_text(text.split("[SQL:", 1)[0].strip())[:300]
