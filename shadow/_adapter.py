@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from shadow import _clock as clock
+from shadow import _hostile as hostile
 from shadow import _plain as plain
 from shadow import _sessions as sessions
 from shadow._config import report_internal_error, settings
@@ -107,7 +108,33 @@ class PendingCall:
     flag_source: str | None = None
 
     def build(self) -> CallRecord:
-        """The call record: arguments and legacy payload redacted and capped, the structured payload checked."""
+        """The call record: arguments and legacy payload redacted and capped, the structured payload checked.
+
+        Whatever the tool's values raise (``KeyboardInterrupt`` from a ``__str__``, ``GeneratorExit`` from an
+        ``items()``: ``_hostile``) costs the part it spoils; past the parts, a record without any of the values.
+        """
+        try:
+            return self._build()
+        except BaseException as exc:
+            if not hostile.swallowed(exc):
+                raise
+            hostile.note("record_without_values")
+            report_internal_error("record.build", exc)
+            return self._bare()
+
+    def _bare(self) -> CallRecord:
+        """The record of this call without anything taken from the tool's values (their build raised)."""
+        return new_call_record(
+            id=new_id(), session_id=self.session_id, seq=self.seq, ts=_from_ns(self.started_ns / 1e9, _UTC),
+            tool=self.spec.name, mode=self.mode._value_, variant=self.variant._value_,
+            fingerprint="unfingerprintable", arg_hashes=None, args="<unavailable>", outcome="error",
+            legacy_payload="<unavailable>", new_payload=None, code=None, retryable=None, next_action=None,
+            retry_after_ms=None, error_field=None, rule=None, unmapped=True, schema_valid=False,
+            latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
+            epoch=self.epoch, flag_source=self.flag_source,
+        )
+
+    def _build(self) -> CallRecord:
         limits = settings()
         arguments = _guarded(self._arguments, {})
         # a framework's control flow (an interrupt, a deferral) is no outcome of the tool; the proxy's upstream
@@ -239,7 +266,10 @@ def _guarded(build: Callable[[], Any], fallback: Any) -> Any:
             return build()
         except RuntimeError:
             continue
-        except Exception as exc:
+        except BaseException as exc:  # any exception of the tool's values, but the main thread's exit (_hostile)
+            if not hostile.swallowed(exc):
+                raise
+            hostile.note("record_part_failed")
             log.warning("record_part_failed", error_type=type(exc).__name__)
             report_internal_error("record.part", exc)
             return fallback

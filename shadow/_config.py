@@ -272,7 +272,11 @@ def report_internal_error(operation: str, error: BaseException) -> None:
         return
     try:
         hook(operation, error)
-    except Exception as hook_error:
+    except BaseException as hook_error:
+        from shadow._hostile import swallowed
+
+        if not swallowed(hook_error):
+            raise
         from shadow._logs import get_logger
 
         get_logger("shadow").error("on_internal_error_failed", error_type=type(hook_error).__name__)

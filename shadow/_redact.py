@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from shadow import _scrub
+from shadow import _hostile, _scrub
 from shadow._scrub import SHORTEST, scrub, token_like, vendor_name
 
 REDACTED: Final = _scrub.REDACTED
@@ -119,26 +119,34 @@ def secret_values(arguments: Mapping[str, object]) -> tuple[str, ...]:
     ``redact_values`` removes from the rest of the call's record and from the payload served in cutover.
     """
     found: set[str] = set()
-    _collect(arguments, False, found, 0)
+    _collect(arguments, False, found, 0, [_hostile.WALK_BUDGET])
     return tuple(sorted(found, key=len, reverse=True)) if found else ()
 
 
-def _collect(value: object, secret: bool, found: set[str], depth: int) -> None:
+def _collect(value: object, secret: bool, found: set[str], depth: int, budget: list[int]) -> None:
     kind = type(value)
     if kind is str or kind is int:  # the common case first: exact types, no isinstance against ABCs
         if secret and len(text := str(value)) >= MIN_ECHOED_SECRET:
             found.add(text)
         return
-    if depth > 20 or value is None or kind is float or kind is bool:
+    if depth > 20 or value is None or kind is float or kind is bool or budget[0] < 0:
         return
     if kind is dict or (kind is not list and isinstance(value, Mapping)):
         for key, item in value.items():  # type: ignore[attr-defined]
+            budget[0] -= 1
+            if budget[0] < 0:  # an endless or huge mapping: the walk stops (``_hostile.WALK_BUDGET``)
+                _hostile.note("walk_budget")
+                return
             named = isinstance(key, str) and (is_secret_key(key) or (
                 hides_value(key) and isinstance(item, str) and token_like(item)))
-            _collect(item, secret or named, found, depth + 1)
+            _collect(item, secret or named, found, depth + 1, budget)
     elif kind is list or isinstance(value, tuple | set | frozenset):
         for item in value:  # type: ignore[attr-defined]
-            _collect(item, secret, found, depth + 1)
+            budget[0] -= 1
+            if budget[0] < 0:
+                _hostile.note("walk_budget")
+                return
+            _collect(item, secret, found, depth + 1, budget)
     elif secret and isinstance(value, str | int) and not isinstance(value, bool | Public):
         text = str(value)
         if len(text) >= MIN_ECHOED_SECRET:
@@ -164,7 +172,9 @@ def redact_values(value: JSONValue, secrets: tuple[str, ...]) -> JSONValue:
 def to_jsonable(value: object, *, redact: bool = True, max_depth: int = 20) -> JSONValue:
     """Convert any Python value to plain JSON data, redacting credentials; never raises.
 
-    Cycles, excessive depth and unknown types become short markers rather than errors.
+    Cycles, excessive depth and unknown types become short markers rather than errors; past
+    ``_hostile.WALK_BUDGET`` items (an endless ``__iter__``) the walk stops: the mapping reached says
+    ``_truncated``, the list ends with ``"<truncated>"``.
     """
     return _Converter(redact, max_depth).convert(value, 0)
 
@@ -174,6 +184,14 @@ class _Converter:
         self.redact = redact
         self.max_depth = max_depth
         self.active: set[int] = set()
+        self.steps = _hostile.WALK_BUDGET
+
+    def _spent(self) -> bool:
+        """One more item visited; True (counted once per walk) when the walk's budget is gone."""
+        self.steps -= 1
+        if self.steps == -1:
+            _hostile.note("walk_budget")
+        return self.steps < 0
 
     def convert(self, value: object, depth: int) -> JSONValue:
         if value is None or isinstance(value, bool):
@@ -209,6 +227,9 @@ class _Converter:
         if isinstance(value, Mapping):
             out: dict[str, JSONValue] = {}
             for key, item in value.items():
+                if self._spent():
+                    out[TRUNCATED_KEY] = True
+                    break
                 name = key if isinstance(key, str) else str(self.convert(key, depth + 1))
                 if not self.redact:
                     out[name] = self.convert(item, depth + 1)
@@ -223,9 +244,9 @@ class _Converter:
                     out[shown] = self.convert(item, depth + 1)
             return out
         if isinstance(value, list | tuple):
-            return [self.convert(item, depth + 1) for item in value]
+            return self._items(value, depth)
         if isinstance(value, set | frozenset):
-            items = [self.convert(item, depth + 1) for item in value]
+            items = self._items(value, depth)
             return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
@@ -240,6 +261,15 @@ class _Converter:
                 return self._container(fields, depth)
             return self.convert(fields, depth + 1)  # a RootModel dumps its root
         return f"<{type(value).__name__}>"
+
+    def _items(self, value: Iterable[object], depth: int) -> list[JSONValue]:
+        items: list[JSONValue] = []
+        for item in value:
+            if self._spent():
+                items.append("<truncated>")
+                break
+            items.append(self.convert(item, depth + 1))
+        return items
 
 
 def _free_key(taken: Mapping[str, object], key: str) -> str:
@@ -265,10 +295,12 @@ def cap(value: JSONValue, max_bytes: int, *, max_string: int = 256) -> JSONValue
         return _mark(shortened)
     if isinstance(shortened, dict):
         kept: dict[str, JSONValue] = {TRUNCATED_KEY: True}
-        for key, item in shortened.items():
-            trial = {**kept, key: item}
-            if _size(trial) <= max_bytes:
-                kept = trial
+        size = _size(kept)
+        for key, item in shortened.items():  # linear: each pair's size once (a comma and the pair)
+            extra = _size({key: item}) - 1
+            if size + extra <= max_bytes:
+                kept[key] = item
+                size += extra
         return kept
     text = dumps(shortened)
     room = max(0, max_bytes // 2 - 16)

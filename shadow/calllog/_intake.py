@@ -6,6 +6,7 @@ import collections
 import threading
 from collections.abc import Callable
 
+from shadow import _hostile as hostile
 from shadow._logs import get_logger
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._spool import Spool
@@ -35,7 +36,10 @@ class Intake:
     _dropped_submit: int
     _failed_builds: int
     _closed: bool
+    _dead: bool
     _fail: Callable[..., None]
+    _revive: Callable[[], None]
+    _count: Callable[..., None]
 
     @property
     def stats(self) -> WriterStats:
@@ -50,6 +54,8 @@ class Intake:
         When the queue is full the record is built here and appended to the spool (no fsync: the writer thread
         syncs it), so overflow costs the caller a few microseconds instead of losing the record.
         """
+        if self._dead:  # the writer thread ended unexpectedly: a new one carries on (one attribute read per call)
+            self._revive()
         try:
             with self._submit_lock:
                 self._submitted += 1
@@ -88,9 +94,12 @@ class Intake:
             record = item if isinstance(item, CallRecord | MarkRecord) else item.build()
             if not isinstance(record, CallRecord | MarkRecord):
                 raise TypeError(f"build() returned {type(record).__name__}, not a CallRecord or MarkRecord")
-        except Exception as exc:
+        except BaseException as exc:  # the tool's values raised; on the main thread Ctrl-C still propagates
             with self._submit_lock:
                 self._failed_builds += 1
+                self._count("build_raised" if isinstance(exc, Exception) else "build_interrupted")
+            if not hostile.swallowed(exc):
+                raise
             self._fail("writer.build_failed", exc, item=type(item).__name__)
             return True
         try:

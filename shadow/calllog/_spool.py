@@ -10,6 +10,7 @@ replays. Replays are safe to repeat: inserts are idempotent by record id.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -137,14 +138,23 @@ class Spool:
     ``path`` is this process's file (``Settings.spool_file()``); files beside it that share its prefix are the
     spools of other processes. ``tag`` names the store, so files of another store in the same directory are left
     alone. ``max_bytes`` caps what this process keeps on disk (its active file and those it set aside).
+
+    When ``path``'s directory cannot be written (read-only, not a directory), the spool goes to ``fallback`` (a
+    directory; ``default_fallback()``: the user's cache directory) under a prefix naming the first directory, and
+    says so in the log; orphans are looked for in both places.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int, tag: str = "") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int, tag: str = "",
+                 fallback: str | os.PathLike[str] | None = None) -> None:
         given = Path(path)
         match = _PID_NAME.match(given.name)
         prefix = match.group("prefix") if match else given.name.removesuffix(".spool")
         self.directory = given.parent
         self.prefix = prefix
+        self.places = [(self.directory, prefix)]  # where this store's spools are: the directory, then the fallback
+        if fallback is not None:
+            where = hashlib.sha256(str(given.parent.absolute()).encode()).hexdigest()[:12]
+            self.places.append((Path(fallback), f"{prefix}-{where}"))
         self.max_bytes = max_bytes
         self.tag = tag
         self._pid = os.getpid()
@@ -181,6 +191,19 @@ class Spool:
         return self._fd >= 0 and self._size > len(_header(self.tag))
 
     def _open(self) -> None:
+        try:
+            self._open_in()
+        except OSError as exc:
+            if len(self.places) < 2 or self.directory == self.places[1][0]:
+                raise
+            first = self.directory
+            self.directory, self.prefix = self.places[1]
+            log.warning("spool.fallback", spool=str(first), fallback=str(self.directory),
+                        error_type=type(exc).__name__, error=str(exc)[:200],
+                        hint="make the spool's directory writable, or set SHADOW_SPOOL")
+            self._open_in()
+
+    def _open_in(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         temp = self.directory / f".{self.prefix}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
@@ -300,10 +323,12 @@ class Spool:
         """Lock and return the spool files of dead processes of this store (none that a live process holds)."""
         found: list[SpoolFile] = []
         mine = {self._active} | {h.path for h in self._held}
-        try:
-            candidates = sorted(self.directory.glob(f"{glob_escape(self.prefix)}.*.spool"))
-        except OSError:
-            return found
+        candidates: list[Path] = []
+        for directory, prefix in self.places:
+            try:
+                candidates += sorted(directory.glob(f"{glob_escape(prefix)}.*.spool"))
+            except OSError:
+                continue
         for path in candidates:
             if path in mine:
                 continue
@@ -353,6 +378,13 @@ class Spool:
         self._size = 0
         self._held.clear()
         self._aside = 0
+
+
+def default_fallback() -> Path:
+    """Where a spool goes when its own directory cannot be written: ``$XDG_CACHE_HOME/shadow/spool`` (default
+    ``~/.cache/shadow/spool``)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "shadow" / "spool"
 
 
 def glob_escape(text: str) -> str:

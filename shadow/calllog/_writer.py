@@ -15,7 +15,7 @@ import threading
 from shadow._config import is_otlp_url, settings
 from shadow._logs import get_logger
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL
-from shadow.calllog._spool import Spool
+from shadow.calllog._spool import Spool, default_fallback
 from shadow.calllog._store import SqlStore
 from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
 from shadow.typing import Store
@@ -44,7 +44,7 @@ def _build() -> Writer:
     else:
         store = SqlStore(s.db_url, lock_timeout=min(1.0, s.store_timeout / 4))  # a short wait, then the spool
     tag = getattr(store, "display_url", None) or type(store).__qualname__
-    spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=str(tag))
+    spool = Spool(s.spool_file(), max_bytes=s.spool_max_bytes, tag=str(tag), fallback=default_fallback())
     return Writer(
         store,
         queue_size=s.queue_size,

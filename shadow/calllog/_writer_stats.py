@@ -20,7 +20,10 @@ class WriterStats:
     ``submitted`` counts every ``submit`` call; each item ends up ``written`` (stored directly), ``spooled`` (kept in
     the local spool, the disk buffer, when the store is away or the queue is full; ``replayed`` counts spooled
     records stored later, including those of dead processes), ``dropped`` (queue and spool full, or closed),
-    ``rejected`` (a record the store can never accept, set aside with the reason) or in ``failed_builds``.
+    ``rejected`` (a record the store can never accept, set aside with the reason) or in ``failed_builds``; until
+    then it is ``pending`` (queued, being built, or held in memory while neither the store nor the spool takes it).
+    ``reasons`` counts why records were dropped or failed to build, and parts of records built without the tool's
+    value (``walk_budget``: an endless or huge value cut short; ``record_part_failed``: a part raised), sorted.
     """
 
     submitted: int
@@ -30,6 +33,8 @@ class WriterStats:
     dropped: int
     failed_builds: int
     rejected: int = 0
+    pending: int = 0
+    reasons: tuple[tuple[str, int], ...] = ()
 
 
 class StatsPublisher:
@@ -52,6 +57,7 @@ class StatsPublisher:
             return None
         self._last = stats
         values = asdict(stats)
+        del values["pending"], values["reasons"]  # in-process only (the table's columns are the counters)
         return {"process": str(os.getpid()), "host": socket.gethostname()[:255], **values,
                 "started_at": self.started_at, "updated_at": dt.datetime.now(dt.UTC)}
 

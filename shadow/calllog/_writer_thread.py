@@ -16,8 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from shadow import _hostile as hostile
 from shadow._logs import get_logger
-from shadow._redact import scrub_text
 from shadow.calllog._bounded import BoundedStore
 from shadow.calllog._intake import Intake, RecordDropped
 from shadow.calllog._outage import Outage
@@ -26,6 +26,7 @@ from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL, Replayer
 from shadow.calllog._spool import Spool
 from shadow.calllog._storing import Storer
 from shadow.calllog._watchdog import watch
+from shadow.calllog._writer_life import Lifecycle, error_text
 from shadow.calllog._writer_stats import StatsPublisher, WriterStats
 from shadow.typing import Deferred, Store
 
@@ -35,9 +36,11 @@ log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
 _RECORDS = (CallRecord, MarkRecord)
+#: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time.
+EXIT_GRACE = 3.0
 
 
-class Writer(Intake):
+class Writer(Intake, Lifecycle):
     """Moves records from callers to a ``Store`` off their path; see the module docstring.
 
     ``retry_initial``/``retry_max`` bound the backoff (seconds) between probes of an unavailable store;
@@ -76,6 +79,8 @@ class Writer(Intake):
         self._written = self._spooled = self._overflowed = 0
         self._dropped_submit = self._dropped = self._failed_builds = self._logged_drops = 0
         self._errors: list[BaseException] = []
+        self._reasons: dict[str, int] = {}  # why records were dropped or failed to build
+        self._dead = False  # the writer thread ended unexpectedly: the next submit starts another
         self._held: tuple[list[Record], int] | None = None  # a batch neither the store nor the spool could take yet
         self._taking: list[Record] = []  # the batch being built (a replacement thread carries it on)
         self._taking_popped = 0
@@ -99,6 +104,8 @@ class Writer(Intake):
         Records that overflowed to the spool while the store is up are replayed before this returns. False on
         timeout or when the writer thread is gone. In strict mode, raises the first failure the writer thread met.
         """
+        if self._dead:
+            self._revive()
         with self._submit_lock:
             target = self._accepted
         self._force_publish = True
@@ -112,7 +119,7 @@ class Writer(Intake):
         return reached
 
     def _flushed(self, target: int, attempts: int) -> bool:
-        if not self._thread.is_alive():
+        if self._dead or not self._thread.is_alive():
             return True
         if self._processed < target:
             return False
@@ -134,11 +141,19 @@ class Writer(Intake):
         self._stopping = True
         self._outage.probe_now()
         self._wake.set()
-        thread = self._thread
-        if thread.is_alive() and thread is not threading.current_thread():
-            thread.join(timeout)
-        if self._thread.is_alive():
-            log.error("writer.close_timeout", queued=len(self._queue), timeout=timeout)
+        end = self._deadline + EXIT_GRACE  # past the deadline the writer spools the rest: a fast append
+        while (thread := self._thread).is_alive() and thread is not threading.current_thread():
+            thread.join(max(0.0, end - time.monotonic()))
+            if time.monotonic() >= end:
+                break
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            with self._done:
+                lost = self._accepted - self._processed
+                self._processed = self._accepted  # counted here: what the thread does later is not
+            if lost:
+                self._drop(lost, "exit_deadline")
+            log.error("writer.close_timeout", queued=len(self._queue), timeout=timeout, lost=lost,
+                      dropped_total=self.stats.dropped)
         self._raise_if_strict()
 
     @property
@@ -148,7 +163,17 @@ class Writer(Intake):
             submitted=self._submitted, written=self._written, spooled=self._spooled + self._overflowed,
             replayed=self._replay.replayed, dropped=self._dropped + self._dropped_submit,
             failed_builds=self._failed_builds, rejected=self._storer.rejected,
+            pending=max(0, self._accepted - self._processed),
+            reasons=tuple(sorted({**hostile.counts(), **self._reasons}.items())),
         )
+
+    def _count(self, reason: str, count: int = 1) -> None:
+        self._reasons[reason] = self._reasons.get(reason, 0) + count
+
+    def _drop(self, count: int, reason: str) -> None:
+        """``count`` records are lost for ``reason``: counted before anything reads the counters."""
+        self._dropped += count
+        self._count(reason, count)
 
     def _raise_if_strict(self) -> None:
         if self.strict and self._errors:
@@ -170,13 +195,22 @@ class Writer(Intake):
         return generation == self._generation
 
     def _run(self, generation: int) -> None:
+        try:
+            self._loop(generation)
+        except BaseException as exc:  # whatever it was (a store's own BaseException, an async exception)
+            if self._current(generation) and not self._closed:
+                self._died(exc)
+
+    def _loop(self, generation: int) -> None:
         while self._current(generation):
             self._wake.wait(self._timeout())
             self._wake.clear()
             stopping = self._stopping
             try:
                 self._step(stopping, generation)
-            except Exception as exc:  # a bug in the machinery: log it, keep the thread alive
+            except BaseException as exc:  # a bug in the machinery, a store's BaseException: keep the thread
+                if not self._current(generation):
+                    return  # given up while building (the watchdog stopped it): the new thread carries on
                 self._fail("writer.error", exc)
             self._log_drops()
             force, self._force_publish = self._force_publish and not self._queue, False
@@ -189,7 +223,7 @@ class Writer(Intake):
             return  # replaced after a build that hung; the new thread carries on
         try:
             self._shutdown()
-        except Exception as exc:
+        except BaseException as exc:
             self._fail("writer.error", exc)
         self._log_drops()
         with self._done:
@@ -259,12 +293,17 @@ class Writer(Intake):
                 built = item.build()
                 if not isinstance(built, _RECORDS):
                     raise TypeError(f"build() returned {type(built).__name__}, not a CallRecord or MarkRecord")
-            except Exception as exc:
+            except BaseException as exc:  # anything user code raises here (this is never the main thread)
                 built = None
-                self._failed_builds += 1
+                with gen_lock:
+                    if generation != self._generation:
+                        return [], 0  # this build hung, was given up and stopped: the new thread owns the batch
+                    self._failed_builds += 1
+                    self._count("build_raised" if isinstance(exc, Exception) else "build_interrupted")
                 self._fail("writer.build_failed", exc, item=type(item).__name__)
             finally:
-                self._building_since = None
+                if generation == self._generation:  # not a replacement's build
+                    self._building_since = None
             with gen_lock:
                 if generation != self._generation:
                     return [], 0  # this build hung and was given up: the new thread owns the batch
@@ -273,20 +312,6 @@ class Writer(Intake):
         batch, popped = self._taking, self._taking_popped
         self._taking, self._taking_popped = [], 0
         return batch, popped
-
-    def _give_up_build(self, since: float) -> None:
-        """The build that started at ``since`` hangs: count it as failed and carry on in a fresh thread."""
-        with self._gen_lock:
-            if self._building_since != since:
-                return
-            self._generation += 1
-            self._building_since = None
-            self._failed_builds += 1
-            self._taking_popped -= 1  # the hung item
-        self._done_one(1)
-        self._fail("writer.build_timeout", TimeoutError(f"a record took over {self.build_timeout:g} s to build "
-                                                        "(user code such as __str__); it is given up"))
-        self._thread = self._start()
 
     def _store(self, batch: list[Record], *, replay: bool) -> int | None:
         """Store ``batch`` (``Storer``): how many records went in, or None while the store is away."""
@@ -315,14 +340,16 @@ class Writer(Intake):
         if not batch:
             self._done_one(popped)
             return True
-        if (self._outage.probe_due() or (held and stopping)) and self._store(batch, replay=False) is not None:
+        past = stopping and time.monotonic() >= self._deadline  # at exit, past the deadline: straight to the spool
+        if not past and (self._outage.probe_due() or (held and stopping)) and self._store(batch, replay=False) \
+                is not None:
             self._done_one(popped)
             return True
         if self._spill(batch):
             self._done_one(popped)
             return True
         if stopping:
-            self._dropped += len(batch)
+            self._drop(len(batch), "closed_store_and_spool_unavailable")
             log.error("writer.drop", count=len(batch), reason="closed while the database and the spool are "
                       "unavailable", dropped_total=self.stats.dropped)
             self._done_one(popped)
@@ -371,11 +398,13 @@ class Writer(Intake):
 
     def _fail(self, event: str, exc: BaseException, **fields: object) -> None:
         # No traceback and no statement text: a database error quotes every parameter of the rows it refused.
-        log.error(event, error_type=type(exc).__name__, error=_error_text(exc), **fields)
+        log.error(event, error_type=type(exc).__name__, error=error_text(exc), **fields)
         if self.on_error is not None:
             try:
                 self.on_error(event, exc)
-            except Exception as hook_error:
+            except BaseException as hook_error:
+                if not hostile.swallowed(hook_error):
+                    raise
                 log.error("writer.on_internal_error_failed", error_type=type(hook_error).__name__)
         if self.strict:
             self._errors.append(exc)
@@ -386,12 +415,3 @@ class Writer(Intake):
         if self.spool is not None:
             self.spool.forget_in_child()
         self._replay.forget_in_child()
-
-
-def _error_text(exc: BaseException) -> str:
-    """The driver's first line of ``exc`` (never SQLAlchemy's ``[SQL: ...] [parameters: ...]``), scrubbed."""
-    try:
-        text = str(getattr(exc, "orig", None) or exc).split("\n", 1)[0]
-    except Exception:
-        return f"<{type(exc).__name__}: unprintable>"
-    return scrub_text(text.split("[SQL:", 1)[0].strip())[:300]

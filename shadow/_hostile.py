@@ -1,0 +1,42 @@
+"""What shadow swallows when a user's object raises while a record is built (``__str__``, ``items()``, ...).
+
+Any exception a tool's own values raise costs that part of the record, never the writer. The one exception is the
+process's own exit on the main thread: a ``KeyboardInterrupt`` there may be the user's Ctrl-C (signals are
+delivered to the main thread only) and a ``SystemExit`` a ``sys.exit()``; both propagate. On any other thread (the
+writer's) neither can come from outside: the interpreter's shutdown does not raise in daemon threads, and Ctrl-C
+never reaches them; so there they came from the user's object, and are swallowed like any other.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_main = threading.main_thread
+
+
+def swallowed(exc: BaseException) -> bool:
+    """Whether shadow carries on after ``exc`` raised by user code while building a record."""
+    if isinstance(exc, Exception):
+        return True
+    return not (isinstance(exc, KeyboardInterrupt | SystemExit) and threading.current_thread() is _main())
+
+
+#: Items one walk over a value (conversion, the search for echoed secrets) visits at most: past it the walk stops
+#: and says so (``_truncated``). A mapping whose ``__iter__`` never ends costs that part of the record, bounded in
+#: CPU, instead of the writer. Far above what a stored record keeps (``max_payload_bytes``).
+WALK_BUDGET = 20_000
+
+_lock = threading.Lock()
+_counts: dict[str, int] = {}
+
+
+def note(reason: str) -> None:
+    """Count one record part this process built without the user's value, by ``reason`` (``walk_budget``, ...)."""
+    with _lock:
+        _counts[reason] = _counts.get(reason, 0) + 1
+
+
+def counts() -> dict[str, int]:
+    """What ``note`` counted so far in this process."""
+    with _lock:
+        return dict(_counts)
