@@ -136,7 +136,7 @@ class PendingCall:
 
     def _build(self) -> CallRecord:
         limits = settings()
-        arguments = _guarded(self._arguments, {})
+        arguments = hostile.guarded(self._arguments, {})
         # a framework's control flow (an interrupt, a deferral) is no outcome of the tool; the proxy's upstream
         # JSON-RPC errors are (they are the upstream server's answers, translated by its rules)
         cancelled = self.exc is not None and (not isinstance(self.exc, Exception) or (
@@ -144,12 +144,12 @@ class PendingCall:
         fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes)
         if fast is not None:
             return fast
-        outcome = None if cancelled else self.outcome or _guarded(self._outcome, None)
+        outcome = None if cancelled else self.outcome or hostile.guarded(self._outcome, None)
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
         # values of credential-keyed arguments, wherever the tool echoed them (exception text, results)
-        secrets: tuple[str, ...] = _guarded(lambda: secret_values(arguments), ())
-        payload: JSONValue = _guarded(
+        secrets: tuple[str, ...] = hostile.guarded(lambda: secret_values(arguments), ())
+        payload: JSONValue = hostile.guarded(
             lambda: cap(redact_values(to_jsonable(served), secrets), limits.max_payload_bytes), None)
         context = error.context if error is not None and error.context else {}
         retry_after = context.get("retry_after_ms")
@@ -162,11 +162,11 @@ class PendingCall:
             tool=safe_name(self.spec.name),
             mode=self.mode.value,
             variant=self.variant.value,
-            fingerprint=_guarded(lambda: fingerprint(arguments), "unfingerprintable"),
-            arg_hashes=_guarded(lambda: argument_hashes(arguments), None),
-            args=_guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
+            fingerprint=hostile.guarded(lambda: fingerprint(arguments), "unfingerprintable"),
+            arg_hashes=hostile.guarded(lambda: argument_hashes(arguments), None),
+            args=hostile.guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
             outcome="cancelled" if cancelled else "error" if error is not None or outcome is None else "ok",
-            legacy_payload=_guarded(lambda: self._legacy(limits.max_payload_bytes, secrets), "<unavailable>"),
+            legacy_payload=hostile.guarded(lambda: self._legacy(limits.max_payload_bytes, secrets), "<unavailable>"),
             new_payload=payload,
             code=error.code.value if error is not None else None,
             retryable=error.retryable if error is not None else None,
@@ -257,23 +257,6 @@ class PendingCall:
         if not secrets:
             return outcome
         return dataclasses.replace(outcome, payload=redact_values(outcome.payload, secrets))  # type: ignore[arg-type]
-
-
-def _guarded(build: Callable[[], Any], fallback: Any) -> Any:
-    """One part of a record; a part that cannot be built becomes ``fallback`` so the record still lands."""
-    for _attempt in range(3):  # a value mutated by its caller mid-conversion may raise RuntimeError once
-        try:
-            return build()
-        except RuntimeError:
-            continue
-        except BaseException as exc:  # any exception of the tool's values, but the main thread's exit (_hostile)
-            if not hostile.swallowed(exc):
-                raise
-            hostile.note("record_part_failed")
-            log.warning("record_part_failed", error_type=type(exc).__name__)
-            report_internal_error("record.part", exc)
-            return fallback
-    return fallback
 
 
 def _internal_failure(tool: str, exc: Exception, operation: str = "adapter") -> None:
