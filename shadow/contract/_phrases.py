@@ -275,6 +275,15 @@ _WRAPPER = re.compile(
     re.IGNORECASE)
 
 
+def reading(text: str) -> tuple[Phrase, str] | None:
+    """The phrase ``text`` reads as (``propose``) and the words in it that matched, or ``None``."""
+    phrase = propose(text)
+    if phrase is None:
+        return None
+    found = phrase.pattern.search(mask_locations(text))
+    return phrase, found.group(0).strip() if found is not None else ""
+
+
 def _first(masked: str) -> Phrase | None:
     for phrase in PHRASES:
         if phrase.pattern.search(masked):

@@ -7,7 +7,7 @@ from typing import Final
 
 from shadow.contract import _rules
 from shadow.contract._codes import Code
-from shadow.contract._phrases import PHRASES, mask_locations
+from shadow.contract._phrases import reading
 from shadow.contract._rules import Rules, error_text, looks_like_error, status_of
 from shadow.inventory._index import ClassInfo
 from shadow.inventory._model import RuleDraft, Site
@@ -34,13 +34,13 @@ def status_code(status: int) -> Code | None:
 
 
 def text_code(text: str) -> tuple[Code, str] | None:
-    """The code an error text reads as, and the phrase that matched, by the phrase table (URLs, paths masked)."""
-    masked = mask_locations(text)
-    for phrase in PHRASES:
-        found = phrase.pattern.search(masked)
-        if found:
-            return phrase.code, found.group(0).strip() or phrase.reason
-    return None
+    """The code an error text reads as, and the words that matched, by the phrase table (as the built-in rules
+    read it: varying values masked, a wrapper's opening read past)."""
+    found = reading(text)
+    if found is None:
+        return None
+    phrase, said = found
+    return phrase.code, said or phrase.reason
 
 
 def text_pattern(text: str | None) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any, Final
 from shadow._shape import Shape, shape_of
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import count_sentences
-from shadow.contract._phrases import PHRASES, mask_locations, propose
+from shadow.contract._phrases import PHRASES, propose, reading
 from shadow.suggest._read import LogSlice, Unmapped
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
@@ -58,10 +58,9 @@ class Proposal:
 def propose_code(text: str, exception: str | None = None) -> Proposal:
     """The code the phrase table gives ``text``; else what the exception class's name or kind says; else
     nothing, with the two closest candidates."""
-    phrase = propose(text)
-    if phrase is not None:
-        matched = phrase.pattern.search(mask_locations(text))
-        said = matched.group(0).strip() if matched is not None else ""
+    found = reading(text)
+    if found is not None:
+        phrase, said = found
         sure = 0.6 if phrase is PHRASES[-1] else 0.85
         return Proposal(phrase.code, f'reads as "{said}": {phrase.reason}' if said else phrase.reason, sure)
     if exception is not None:
@@ -174,9 +173,7 @@ def _own_template(shape: str | None, fields: tuple[str, ...], template: str) -> 
     own = _PLACEHOLDER.sub(lambda m: "{" + m.group(1) + "}", own).strip().rstrip(".")
     if count_sentences(own) > 1:
         return None
-    after = template.split(". ", 1)[-1] if ". " in template else template
-    if "{value}" in after:
-        after = after.replace("{value}", "it")
+    after = template.split(". ", 1)[-1].replace("{value}", "it")
     return f"{own}. {after}"
 
 
