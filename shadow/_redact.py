@@ -21,6 +21,8 @@ from shadow._scrub import SHORTEST, scrub, token_like, vendor_name
 REDACTED: Final = _scrub.REDACTED
 
 TRUNCATED_KEY: Final = "_truncated"
+#: Characters of one string a stored value keeps at most before it is scrubbed (the rest is cut, marked ``…``).
+MAX_SCRUBBED: Final = 1_048_576
 
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
@@ -203,7 +205,11 @@ class _Converter:
         if isinstance(value, str):
             if isinstance(value, enum.Enum):
                 return str(value.value)
-            return scrub_text(value) if self.redact else str(value)
+            if not self.redact:
+                return str(value)
+            # A stored string is capped far below this (``max_payload_bytes``): scrubbing all of a huge one would
+            # only spend the writer's CPU bound on text that is cut away.
+            return scrub_text(value if len(value) <= MAX_SCRUBBED else value[:MAX_SCRUBBED] + "…")
         if depth >= self.max_depth:
             return "<too deep>"
         if isinstance(value, bytes | bytearray | memoryview):

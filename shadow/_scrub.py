@@ -57,6 +57,7 @@ _PROSE_PLAIN: Final = frozenset({
 })
 #: Provider tokens, card numbers (contiguous or split by dashes) and the values of ``name = value`` pairs are runs of
 #: at least 14 token characters: only texts with such a run are searched for them.
+_DIGIT: Final = re.compile(r"\d")
 _LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=:|%~]{14,}")
 #: Provider tokens that start a word, by their first two characters (a table, not one alternation: ``re`` tries
 #: every alternative at every position, while a token can only start where a word does).
@@ -180,7 +181,7 @@ def scrub(text: str) -> str:
     text = _scrub_words(text)
     if _LONG_RUN.search(text) is not None:  # every token, card number and assigned value is such a run
         text = _scrub_tokens(text)
-        if any(c.isdigit() for c in text):
+        if _DIGIT.search(text) is not None:
             text = _CARD.sub(_card, text)
         if "=" in text or ":" in text:
             text = _scrub_assignments(text)
