@@ -30,7 +30,7 @@ def entries(split: str | None = None) -> list[dict[str, Any]]:
 
 def predict(entry: dict[str, Any], rules: Rules | None = None) -> str:
     """The code ``rules`` (default: ``Rules.default()``) serve for the entry as the model meets it, or
-    ``unplaced`` when no rule places it (served ``rejected`` in the author's words, counted unmapped)."""
+    ``unplaced`` when nothing places it (``rejected`` in the author's words, or ``internal_error``)."""
     rules = rules or Rules.default()
     if entry["kind"] == "shown":
         found = rules.translate_exception(_Shown(entry["text"]))
@@ -40,7 +40,10 @@ def predict(entry: dict[str, Any], rules: Rules | None = None) -> str:
         result = rules.translate_result({"error": entry["text"]})
         assert result is not None, entry["id"]
         found = result
-    return UNPLACED if found.unmapped else found.error.code.value
+    # what the model is served: a code read from an unshown exception's words counts (it is still unmapped for
+    # review); ``rejected`` in the author's words or ``internal_error`` is no placement
+    placed = not found.unmapped or found.error.code.value not in ("rejected", "internal_error")
+    return found.error.code.value if placed else UNPLACED
 
 
 @dataclass

@@ -18,6 +18,7 @@ from shadow.contract._phrases import PHRASES, Phrase, propose
 from shadow.contract._values import (
     ValueMatch,
     error_text,
+    exception_status,
     looks_like_error,
     status_in,
     status_of,
@@ -196,7 +197,8 @@ class Rules:
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
                 break
         if shown is None:
-            return Translation(ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent), None, unmapped=True)
+            return self._read(exc, idempotent) or Translation(
+                ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent), None, unmapped=True)
         text = _text_of(exc)
         found = self.translate_result({"error": text}, idempotent=idempotent) if text else None
         if found is not None and not found.unmapped:
@@ -204,6 +206,29 @@ class Rules:
         by_type = SHOWN_EXCEPTIONS.get(shown)
         error = ToolError.of(by_type or Code.REJECTED, fit_message(text), idempotent=idempotent)
         return Translation(error, shown.rsplit(".", 1)[-1] if by_type else None, unmapped=by_type is None)
+
+    def _read(self, exc: BaseException, idempotent: bool) -> Translation | None:
+        """A plain exception (the model never saw it) placed by the result rules reading its text, or by the HTTP
+        status it carries: served with the code's own message (or a rule's), never the exception's words, and still
+        counted unmapped (it gates cutover and ``rules suggest`` drafts a rule for it)."""
+        if type(exc) in _PROGRAMMING_ERRORS:  # Python's own words about a bug say nothing about the call
+            return None
+        try:
+            text, status = _text_of(exc), exception_status(exc)
+        except Exception:  # a hostile attribute: nothing to read
+            return None
+        value: dict[str, object] = {"error": text}  # its words first ("quota used up" beats a bare 429)
+        found = self.translate_result(value, idempotent=idempotent) if text else None
+        if (found is None or found.unmapped) and status is not None:
+            value["status"] = status
+            found = self.translate_result(value, idempotent=idempotent)
+        if found is None or found.unmapped:
+            return None
+        error = found.error
+        if error.message == fit_message(error_text(value)):  # the rule kept the text: the model gets the code's own
+            error = ToolError.of(error.code, idempotent=idempotent, context=error.context)
+        # still unmapped: the code is the table's reading, the message a generic one (a reviewed rule does better)
+        return Translation(error, f"read:{found.rule}", unmapped=True)
 
     def _shown(self, exc: BaseException) -> str | None:
         """The name by which ``exc`` is shown to the model (a framework's or a type marked with ``shown``)."""
@@ -227,6 +252,14 @@ class Rules:
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
                 return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
         return None
+
+
+#: Python's own exception types for a bug in the code (a user's subclass of one is read as any other exception).
+_PROGRAMMING_ERRORS: Final = frozenset({
+    ArithmeticError, AssertionError, AttributeError, BufferError, EOFError, FloatingPointError, ImportError,
+    IndexError, KeyError, LookupError, ModuleNotFoundError, NameError, OverflowError, RecursionError, ReferenceError,
+    StopAsyncIteration, StopIteration, SyntaxError, SystemError, TypeError, UnboundLocalError, ZeroDivisionError,
+})
 
 
 def _text_of(exc: BaseException) -> str:

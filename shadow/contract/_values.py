@@ -9,7 +9,8 @@ from typing import Any, Final, TypeAlias
 ValueMatch: TypeAlias = Callable[[Any], bool]
 
 ERROR_TEXT_PREFIX = re.compile(
-    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]{1,40} (?:error|exception)\s*:)", re.IGNORECASE)
+    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]{1,40} (?:error|exception)\s*:)",
+    re.IGNORECASE)
 #: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
 STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
@@ -96,3 +97,18 @@ def status_in(*statuses: int) -> ValueMatch:
 
     matcher.__name__ = "status=" + ",".join(map(str, sorted(wanted)))
     return matcher
+
+
+#: Attributes by which an exception carries the HTTP status of the response that caused it (SDKs and hand-written).
+EXCEPTION_STATUS_ATTRS: Final = ("status_code", "status", "http_status")
+
+
+def exception_status(exc: BaseException) -> int | None:
+    """The 4xx/5xx HTTP status an exception carries (``exc.status_code``, ``exc.response.status_code``), if any."""
+    holders: tuple[object, ...] = (exc, getattr(exc, "response", None))
+    for holder in holders:
+        for name in EXCEPTION_STATUS_ATTRS:
+            item = getattr(holder, name, None)
+            if isinstance(item, int) and not isinstance(item, bool) and 400 <= item <= 599:
+                return item
+    return None
