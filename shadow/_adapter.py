@@ -13,13 +13,13 @@ from typing import Any, Final, TypeVar
 
 from shadow import _clock as clock
 from shadow import _hostile as hostile
-from shadow import _plain as plain
 from shadow import _sessions as sessions
 from shadow._config import report_internal_error, settings
 from shadow._fingerprint import argument_hashes, fingerprint
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._redact import JSONValue, cap, redact_values, safe_name, scrub_text, secret_values, to_jsonable
+from shadow.calllog import _plain as plain
 from shadow.calllog._records import CallRecord, new_call_record
 from shadow.calllog._writer import get_writer
 from shadow.contract._codes import Code
@@ -359,7 +359,7 @@ class _Runner:
                 kwargs=kwargs, value=value, exc=exc, outcome=outcome, flag_source=started.flag_source,
             )
             if started.provisional is not None:  # made before the flags were loaded: the writer resolves it
-                from shadow._provisional import ProvisionalCall
+                from shadow.calllog._provisional import ProvisionalCall
 
                 get_writer().submit(ProvisionalCall(call, started.provisional))
             else:

@@ -10,8 +10,8 @@ import pytest
 
 from shadow import _adapter as adapter
 from shadow import _fingerprint
-from shadow import _plain as plain
 from shadow._redact import to_jsonable
+from shadow.calllog import _plain as plain
 from shadow.flags._db import Mode, Variant
 
 VALUES: list[Any] = [

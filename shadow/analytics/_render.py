@@ -9,9 +9,9 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from shadow._text import counted
 from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
 from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport, synthetic_time_note
+from shadow.analytics._text import counted
 
 CSV_COLUMNS: Final = (
     "dimension", "key", "variant", "calls", "sessions", "errors", "loops", "loop_rate", "ci_low", "ci_high",
