@@ -161,7 +161,7 @@ def annotate_pending(item: Deferred, *, arguments: bool = False, payloads: bool 
         return item
 
 
-#: What a call goes through on its way to the writer, or None (the default: nothing, one global read per call).
+#: What a call goes through on its way to the writer, or None (the default: nothing, one attribute read per call).
 #: ``shadow.calllog.annotate_spans()`` (called by ``OtlpStore``) sets it to put the record on the caller's span.
 CALL_HOOK: Callable[[Deferred], Any] | None = None
 
