@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 import threading
@@ -10,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
+
+from shadow import _logs as logs
 
 if TYPE_CHECKING:
     from shadow.typing import Store
@@ -300,3 +303,13 @@ def reset() -> None:
 def is_otlp_url(url: str) -> bool:
     """Whether ``url`` names an OTLP/HTTP collector (``otlp+http://``, ``otlp+https://``) rather than a database."""
     return url.strip().lower().startswith(("otlp+http://", "otlp+https://"))
+
+
+def level_from_env(default: str = "WARNING") -> int:
+    """The log level ``SHADOW_LOG_LEVEL`` names, else ``default``; an invalid value is reported once, never raised."""
+    raw = os.environ.get(logs.LEVEL_ENV)
+    if logs.level_problem(default) is not None and raw is not None:
+        report_once(Problem(logs.LEVEL_ENV, raw, "is not a log level", "INFO"))
+        raw = None
+    number = logging.getLevelName((raw or default).strip().upper())
+    return number if isinstance(number, int) else logging.WARNING

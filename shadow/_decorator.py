@@ -7,10 +7,11 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from shadow._adapter import _DEFAULT_RULES, ToolSpec, _Runner
-from shadow._callables import callable_kind
+from shadow._adapter import _Runner
 from shadow._names import check_name, storable_name
 from shadow._wrappers import WRAPPERS
+from shadow.calllog._pending import _DEFAULT_RULES, ToolSpec
+from shadow.contract._callables import callable_kind
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
 from shadow.integrations import _context as frameworks

@@ -18,7 +18,7 @@ MOVED: Final[dict[str, tuple[str, str]]] = {
     "logs": ("shadow", "shadow._logs"),
     "fingerprint": ("shadow", "shadow._fingerprint"),
     "redact": ("shadow", "shadow._redact"),
-    "loader": ("shadow", "shadow._loader"),
+    "loader": ("shadow", "shadow.cli._loader"),
     "codes": ("shadow.contract", "shadow.contract._codes"),
     "schema": ("shadow.contract", "shadow.contract._schema"),
     "rules": ("shadow.contract", "shadow.contract._rules"),

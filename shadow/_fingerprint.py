@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from shadow._logs import get_logger
-from shadow._redact import dumps, to_jsonable
+from shadow._redact import REDACTED, dumps, scrub_text, to_jsonable
 
 log = get_logger("shadow.fingerprint")
 
@@ -112,3 +112,20 @@ def fingerprint(value: object) -> str:
 def argument_hashes(args: Mapping[str, object]) -> dict[str, str]:
     """The fingerprint of each top-level argument, so an analysis can tell which field a repair changed."""
     return {str(key): fingerprint(item) for key, item in args.items()}
+
+
+_names: dict[str, str] = {}
+
+
+def safe_name(name: str) -> str:
+    """A stored name (tool, session id) without credentials: a name holding one becomes ``[REDACTED]-<hash>``.
+
+    The hash is keyed (``fingerprint``), so two such names stay apart without the credential being guessable."""
+    found = _names.get(name)
+    if found is None:
+        found = name
+        if scrub_text(name) != name:
+            found = f"{REDACTED}-{fingerprint(name)[:12]}"
+        if len(_names) < 4096:
+            _names[name] = found
+    return found

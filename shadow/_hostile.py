@@ -10,8 +10,6 @@ never reaches them; so there they came from the user's object, and are swallowed
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
 
 _main = threading.main_thread
 
@@ -42,23 +40,3 @@ def counts() -> dict[str, int]:
     """What ``note`` counted so far in this process."""
     with _lock:
         return dict(_counts)
-
-
-def guarded(build: Callable[[], Any], fallback: Any) -> Any:
-    """One part of a record; a part that cannot be built becomes ``fallback`` so the record still lands."""
-    from shadow._config import report_internal_error
-    from shadow._logs import get_logger
-
-    for _attempt in range(3):  # a value mutated by its caller mid-conversion may raise RuntimeError once
-        try:
-            return build()
-        except RuntimeError:
-            continue
-        except BaseException as exc:  # any exception of the tool's values, but the main thread's exit
-            if not swallowed(exc):
-                raise
-            note("record_part_failed")
-            get_logger("shadow.adapter").warning("record_part_failed", error_type=type(exc).__name__)
-            report_internal_error("record.part", exc)
-            return fallback
-    return fallback

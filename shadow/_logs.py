@@ -118,18 +118,6 @@ def level_problem(default: str = "WARNING") -> str | None:
     return f"{LEVEL_ENV}={raw!r} is not a log level; for example {LEVEL_ENV}=INFO (DEBUG, INFO, WARNING or ERROR)"
 
 
-def level_from_env(default: str = "WARNING") -> int:
-    """The level ``SHADOW_LOG_LEVEL`` names, else ``default``; an invalid value is reported once, never raised."""
-    raw = os.environ.get(LEVEL_ENV)
-    if level_problem(default) is not None and raw is not None:
-        from shadow._config import Problem, report_once
-
-        report_once(Problem(LEVEL_ENV, raw, "is not a log level", "INFO"))
-        raw = None
-    number = logging.getLevelName((raw or default).strip().upper())
-    return number if isinstance(number, int) else logging.WARNING
-
-
 def setup_cli(level: int) -> None:
     """For the ``shadow`` command only: shadow's events to stderr at ``level`` (never called on import)."""
     logger = logging.getLogger("shadow")

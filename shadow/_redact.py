@@ -90,25 +90,6 @@ def hides_value(key: str) -> bool:
     return vendor_name(key)
 
 
-_names: dict[str, str] = {}
-
-
-def safe_name(name: str) -> str:
-    """A stored name (tool, session id) without credentials: a name holding one becomes ``[REDACTED]-<hash>``.
-
-    The hash is keyed (``_fingerprint``), so two such names stay apart without the credential being guessable."""
-    found = _names.get(name)
-    if found is None:
-        found = name
-        if scrub_text(name) != name:
-            from shadow._fingerprint import fingerprint
-
-            found = f"{REDACTED}-{fingerprint(name)[:12]}"
-        if len(_names) < 4096:
-            _names[name] = found
-    return found
-
-
 #: Credential-keyed argument values shorter than this are not searched for in a record's other text: a short value
 #: (``pin=1``) would mangle ordinary words and numbers, and ``args`` shows it redacted anyway.
 MIN_ECHOED_SECRET: Final = 4

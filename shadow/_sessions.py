@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final, Literal
 
 from shadow import _clock as clock
+from shadow._fingerprint import safe_name
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._names import check_name
-from shadow._redact import safe_name
 from shadow.calllog._records import MarkRecord
 from shadow.integrations._context import framework_session
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from shadow.calllog._records import Record
     from shadow.eval._client import Reply
-    from shadow.flags._db import FlagState
+    from shadow.flags._model import FlagState
 
 __all__ = ["ChatClient", "Deferred", "FlagSource", "Store"]
 

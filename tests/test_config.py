@@ -62,7 +62,7 @@ def test_an_invalid_setting_is_reported_once_and_every_tool_keeps_working(
     if variable == "SHADOW_LOG_LEVEL":
         env["SHADOW_LOG_LEVEL"] = value
         code = "import logging; logging.basicConfig(level=logging.WARNING)\n" + _CALLS.replace(
-            "import json, shadow", "import json, shadow, shadow._logs as l; l.level_from_env()")
+            "import json, shadow", "import json, shadow, shadow._config as c; c.level_from_env()")
     else:
         code = _CALLS
     done = _child(env, tmp_path, code)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from shadow import _adapter as adapter
 from shadow import _fingerprint
-from shadow import _plain as plain
 from shadow._redact import to_jsonable
+from shadow.calllog import _pending as pending
+from shadow.calllog import _plain as plain
 from shadow.flags._db import Mode, Variant
 
 VALUES: list[Any] = [
@@ -62,12 +62,12 @@ def _legacy(user_id: str, fields: list[str], limit: int = 10) -> Any:
 def test_the_fast_record_equals_the_general_record(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import inspect
 
-    spec = adapter.ToolSpec("legacy", signature=inspect.signature(_legacy))
-    call = adapter.PendingCall(spec=spec, mode=Mode.SHADOW, variant=Variant.LEGACY, session_id="s", seq=1,
+    spec = pending.ToolSpec("legacy", signature=inspect.signature(_legacy))
+    call = pending.PendingCall(spec=spec, mode=Mode.SHADOW, variant=Variant.LEGACY, session_id="s", seq=1,
                                started_ns=time.time_ns(), latency_ns=5000, args=("u-1", ["a"]),
                                kwargs={"limit": 3}, value=value)
     fast = call.build()
-    monkeypatch.setattr(adapter.PendingCall, "_fast", lambda *a: None)
+    monkeypatch.setattr(pending.PendingCall, "_fast", lambda *a: None)
     general = call.build()
     ignore = {"id"}
     assert {k: v for k, v in dataclasses.asdict(fast).items() if k not in ignore} == {  # type: ignore[call-overload]
@@ -80,13 +80,13 @@ def test_a_payload_made_on_the_callers_side_is_stored_as_served(monkeypatch: pyt
     from shadow.contract._guard import Outcome
     from shadow.contract._payloads import ok
 
-    spec = adapter.ToolSpec("legacy", signature=inspect.signature(_legacy))
+    spec = pending.ToolSpec("legacy", signature=inspect.signature(_legacy))
     served = Outcome(ok({"result": 3}))
-    call = adapter.PendingCall(spec=spec, mode=Mode.CUTOVER, variant=Variant.STRUCTURED, session_id="s", seq=1,
+    call = pending.PendingCall(spec=spec, mode=Mode.CUTOVER, variant=Variant.STRUCTURED, session_id="s", seq=1,
                                started_ns=time.time_ns(), latency_ns=5000, args=("u-1", ["a"]), kwargs={},
                                value={"content": [{"type": "text", "text": "3"}]}, outcome=served)
     fast = call.build()
     assert fast.new_payload == {"ok": True, "data": {"result": 3}}
-    monkeypatch.setattr(adapter.PendingCall, "_fast", lambda *a: None)
+    monkeypatch.setattr(pending.PendingCall, "_fast", lambda *a: None)
     general = call.build()
     assert (fast.new_payload, fast.legacy_payload) == (general.new_payload, general.legacy_payload)

@@ -247,7 +247,7 @@ ORDINARY = (
 
 @pytest.mark.parametrize("value", ORDINARY)
 def test_ordinary_values_survive_unredacted_in_text_values_keys_and_the_fast_path(value: str) -> None:
-    from shadow import _plain
+    from shadow.calllog import _plain
 
     assert scrub_text(value) == value
     record = {"note": value, "items": [value], "order_id": value, "nested": {"a": [{"b": value}]}}

@@ -83,8 +83,8 @@ def test_the_corpus_covers_at_least_150_rules_and_400_values() -> None:
 
 @pytest.mark.parametrize("entry", RULES, ids=lambda e: e["rule"])
 def test_every_rule_value_is_redacted_as_a_whole_string_in_text_as_a_key_and_nested(entry: dict[str, str]) -> None:
-    from shadow import _plain
     from shadow._redact import dumps, to_jsonable
+    from shadow.calllog import _plain
 
     value, needle = entry["text"], entry["needle"]
     placed = {"whole": value, "text": f"upstream said: {value} (retry later)", value: 1,

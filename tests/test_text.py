@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shadow._text import counted
+from shadow.analytics._text import counted
 
 
 def test_one_is_singular_and_every_other_count_is_plural_with_separators() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from shadow._redact import cap, find_leaks, to_jsonable
-from shadow._shape import legacy_text, shape_of
+from shadow.suggest._shape import legacy_text, shape_of
 
 #: The most frequent codes per tool that get examples, and how many examples each.
 MAX_CODES: Final = 3
@@ -24,8 +24,8 @@ MAX_LEAK_SCAN: Final = 5000
 
 
 def shape(text: str) -> str:
-    """``text``'s shape (``shadow._shape.shape_of``: the one masking ``shadow rules suggest`` uses too), capped to
-    ``MAX_SHAPE_CHARS`` to be shown."""
+    """``text``'s shape (``shadow.suggest._shape.shape_of``: the one masking ``shadow rules suggest`` uses too),
+    capped to ``MAX_SHAPE_CHARS`` to be shown."""
     masked = shape_of(text).text
     return masked if len(masked) <= MAX_SHAPE_CHARS else masked[: MAX_SHAPE_CHARS - 1] + "…"
 

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shadow._text import counted
+from shadow.analytics._text import counted
 
 #: The table the writer's counters are persisted in, when the writer persists them (read only if it exists).
 WRITER_STATS_TABLE: Final = "writer_stats"

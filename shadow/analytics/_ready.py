@@ -15,8 +15,8 @@ from sqlalchemy import Connection, Engine, case, func, inspect, select
 from shadow import _clock as clock
 from shadow._config import sqlite_path
 from shadow._redact import find_leaks
-from shadow._text import counted
 from shadow.analytics._retranslate import retranslate
+from shadow.analytics._text import counted
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
 from shadow.contract._codes import CODE_TABLE, Code

@@ -5,13 +5,11 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import re
-from collections.abc import Sequence
 from typing import Final
 
-from shadow._text import counted
-from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, wrap
+from shadow.analytics._render_sections import decisions, definitions, health, savings, shifts, table, wrap
 from shadow.analytics._report_types import FOLLOW_UPS, ArmStats, By, Filters, LoopRateReport, synthetic_time_note
+from shadow.analytics._text import counted
 
 CSV_COLUMNS: Final = (
     "dimension", "key", "variant", "calls", "sessions", "errors", "loops", "loop_rate", "ci_low", "ci_high",
@@ -38,23 +36,6 @@ def _pct(value: float | None) -> str:
 
 def _ci(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{low:.1%}-{high:.1%}"
-
-
-#: A cell that reads as a number: a count, a rate, a signed change, an interval (``1.0%-2.0%``, ``-1 to +2``), "-".
-_NUMBER: Final = re.compile(r"[-+]?[\d,.]+%?(?:(?:-| to )[-+]?[\d,.]+%?)?|-")
-
-
-def _table(header: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> list[str]:
-    """A text table: columns whose every cell is a number right-aligned (their header too), the others left."""
-    columns = list(zip(header, *body, strict=True))
-    widths = [max(len(str(x)) for x in col) for col in columns]
-    right = [bool(body) and all(_NUMBER.fullmatch(str(x)) for x in col[1:]) for col in columns]
-
-    def line(cells: Sequence[str]) -> str:
-        return indent + "  ".join(str(c).rjust(w) if r else str(c).ljust(w)
-                                  for c, w, r in zip(cells, widths, right, strict=True)).rstrip()
-
-    return [line(header), indent + "  ".join("-" * w for w in widths), *(line(row) for row in body)]
 
 
 def _short(key: str, wide: bool) -> str:
@@ -100,18 +81,18 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines.append("")
     lines += decisions(report, width, wide=wide)
     lines.append("Per arm, whole range (every error, the shadow phase and tools never cut over included):")
-    lines += _table(_arm_head(wide), [_arm_cells(v, wide) for v in report.variants], "  ")
+    lines += table(_arm_head(wide), [_arm_cells(v, wide) for v in report.variants], "  ")
     lines.append("")
     lines.append("What followed each error, whole range (counts):")
     kinds = [k for k in FOLLOW_UPS if k != "unknown" or any(v.follow_ups.get(k) for v in report.variants)]
     fu_head = ["variant", *kinds, "field repaired", "field unchanged"]
-    lines += _table(fu_head, [[v.variant, *(str(v.follow_ups[k]) for k in kinds),
+    lines += table(fu_head, [[v.variant, *(str(v.follow_ups[k]) for k in kinds),
                                str(v.field_repairs["changed"]), str(v.field_repairs["unchanged"])]
                               for v in report.variants], "  ")
     lines += shifts(report, width)
     lines.append("")
     lines.append(f"By {by}, whole range:")
-    lines += _table([by, *_arm_head(wide)], [[_short(r.key, wide), *_arm_cells(r.stats, wide)]
+    lines += table([by, *_arm_head(wide)], [[_short(r.key, wide), *_arm_cells(r.stats, wide)]
                                              for r in report.rows(by)], "  ")
     lines.append("")
     c = report.comparison

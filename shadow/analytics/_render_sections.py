@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
+from collections.abc import Sequence
 from typing import Final
 
 from shadow.analytics._report_types import LoopRateReport, iso
@@ -14,6 +16,23 @@ DEFINITIONS: Final = (
     "back: no user turn between them; justified retry: a loop after a retryable error; loop rate = loops / "
     "errors; arm = what the model was served (legacy or structured)."
 )
+
+
+#: A cell that reads as a number: a count, a rate, a signed change, an interval (``1.0%-2.0%``, ``-1 to +2``), "-".
+_NUMBER: Final = re.compile(r"[-+]?[\d,.]+%?(?:(?:-| to )[-+]?[\d,.]+%?)?|-")
+
+
+def table(header: Sequence[str], body: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    """A text table: columns whose every cell is a number right-aligned (their header too), the others left."""
+    columns = list(zip(header, *body, strict=True))
+    widths = [max(len(str(x)) for x in col) for col in columns]
+    right = [bool(body) and all(_NUMBER.fullmatch(str(x)) for x in col[1:]) for col in columns]
+
+    def line(cells: Sequence[str]) -> str:
+        return indent + "  ".join(str(c).rjust(w) if r else str(c).ljust(w)
+                                  for c, w, r in zip(cells, widths, right, strict=True)).rstrip()
+
+    return [line(header), indent + "  ".join("-" * w for w in widths), *(line(row) for row in body)]
 
 
 def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -53,9 +72,7 @@ def decisions(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
             rows.append([_cut(t.tool, name_w), _pct(p.baseline_rate), f"{p.design_effect:.2f}",
                          f"{p.errors_per_arm_needed:,}", f"{p.errors_legacy:,}", f"{p.errors_structured:,}",
                          f"{p.more_errors_per_arm or 0:,}", days])
-        from shadow.analytics._render import _table
-
-        lines += _table(["tool", "legacy rate", "design eff.", "needed/arm", "legacy", "structured", "more",
+        lines += table(["tool", "legacy rate", "design eff.", "needed/arm", "legacy", "structured", "more",
                          "days"], rows, "  ")
     shapes = [(t.tool, u) for t in tools if t.evidence is not None for u in t.evidence.unmapped[:3]]
     if shapes:
@@ -91,11 +108,9 @@ def shifts(report: LoopRateReport, width: int) -> list[str]:
         return []
     label = "randomised" if s.design == "randomised" else "observational, not randomised"
     lines = ["", f"Follow-up shifts, structured minus legacy share of errors ({label}; points, 95% CI):"]
-    from shadow.analytics._render import _table
-
     rows = [[x.follow_up, _pct(x.legacy_share), _pct(x.structured_share), _pts(x.difference),
              f"{_pts(x.ci_low)} to {_pts(x.ci_high)}"] for x in s.shifts]
-    return lines + _table(["follow-up", "legacy", "structured", "change", "95% CI"], rows, "  ")
+    return lines + table(["follow-up", "legacy", "structured", "change", "95% CI"], rows, "  ")
 
 
 def savings(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:

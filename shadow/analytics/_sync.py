@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import duckdb
 from sqlalchemy import Engine, Table
@@ -41,7 +41,32 @@ from shadow.calllog import _tables as tables
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from shadow.analytics._warehouse import Progress, Warehouse
+Progress = Callable[[int, int], None]
+"""Called as ``progress(rows_done, rows_total)`` while rows move."""
+
+
+class Warehouse(Protocol):
+    """What the sync steps use of a warehouse (``shadow.analytics.Warehouse``, which calls them from ``sync``)."""
+
+    con: duckdb.DuckDBPyConnection
+    path: Path | None
+    memory_limit: str
+
+    def is_synced(self) -> bool:
+        """Whether the warehouse holds a synced call log."""
+        ...
+
+    def set_state(self, values: dict[str, str]) -> None:
+        """Record sync bookkeeping (inside the caller's transaction)."""
+        ...
+
+    def checked_state(self, rebuild: bool) -> dict[str, str]:
+        """The sync state, checked (a damaged one moved aside when ``rebuild``)."""
+        ...
+
+    def derive(self) -> None:
+        """Recompute the derived tables."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

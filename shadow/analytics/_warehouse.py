@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,7 +17,7 @@ from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_MEMORY_LIMIT
 from shadow.analytics._export import ExportResult
 from shadow.analytics._schema import LOG_TABLES, SMALL_TABLES, STATE_TABLE, ddl
 from shadow.analytics._source import SourceError, WarehouseError, display_url
-from shadow.analytics._sync import SyncResult
+from shadow.analytics._sync import Progress, SyncResult
 
 __all__ = [
     "DEFAULT_MARGIN", "DEFAULT_MEMORY_LIMIT", "ExportResult", "Progress", "SourceError", "SyncResult", "Warehouse",
@@ -26,10 +26,6 @@ __all__ = [
 
 _MEMORY: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
 _MIN_MEMORY: Final = 128 * 1000**2
-
-Progress = Callable[[int, int], None]
-"""Called as ``progress(rows_done, rows_total)`` while rows move."""
-
 
 # --- the warehouse ------------------------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, create_engine, event, pool
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from shadow.calllog._sqlite import gate
+from shadow.calllog._fork_gate import gate
 
 _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
@@ -46,7 +46,7 @@ def normalise_url(url: str) -> str:
     return url
 
 
-#: The fork gate (``shadow.calllog._sqlite``): every SQLite pool below, and the direct flag reads, go through it.
+#: The fork gate (``shadow.calllog._fork_gate``): every SQLite pool below, and the direct flag reads, go through it.
 _gate: Final = gate
 
 

@@ -28,7 +28,7 @@ import hashlib
 import json
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit, urlunsplit
@@ -161,6 +161,11 @@ def annotate_pending(item: Deferred, *, arguments: bool = False, payloads: bool 
         return item
 
 
+#: What a call goes through on its way to the writer, or None (the default: nothing, one attribute read per call).
+#: ``shadow.calllog.annotate_spans()`` (called by ``OtlpStore``) sets it to put the record on the caller's span.
+CALL_HOOK: Callable[[Deferred], Any] | None = None
+
+
 def annotate_spans(enabled: bool = True, *, arguments: bool = False, payloads: bool = False) -> None:
     """Put each shadowed call's attributes on the application's span when one is recording where the tool is
     called (``OtlpStore`` turns this on; call it yourself to annotate application spans with another store).
@@ -169,9 +174,8 @@ def annotate_spans(enabled: bool = True, *, arguments: bool = False, payloads: b
     more, and a call inside a recording span builds its record on the caller's thread. ``arguments`` and
     ``payloads`` opt in to those attributes, as for ``OtlpStore``. Never imports OpenTelemetry.
     """
-    from shadow import _adapter
-
-    _adapter.CALL_HOOK = (functools.partial(annotate_pending, arguments=arguments, payloads=payloads)
+    global CALL_HOOK
+    CALL_HOOK = (functools.partial(annotate_pending, arguments=arguments, payloads=payloads)
                           if enabled else None)
 
 

@@ -12,10 +12,10 @@ from sqlalchemy import JSON, Connection, DateTime, Engine, Table, exc
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
-from shadow import _plain as plain
 from shadow._clock import utc
 from shadow.calllog import _db as db
 from shadow.calllog import _migrate as migrate
+from shadow.calllog import _plain as plain
 from shadow.calllog._outage import StoreUnavailable
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._tables import calls, marks, writer_stats

@@ -78,13 +78,14 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Console-script entry point: operational events at WARNING and above unless SHADOW_LOG_LEVEL says else."""
+    from shadow import _config as config
     from shadow import _logs as logs
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
 
     try:
-        logs.setup_cli(logs.level_from_env("WARNING"))
+        logs.setup_cli(config.level_from_env("WARNING"))
     except ValueError as exc:
         typer.echo(f"shadow: {exc}", err=True)
         sys.exit(int(ExitCode.USAGE))

@@ -34,8 +34,8 @@ def demo(
     Example: shadow demo --sessions 1000 --seed 3
     """
     need_extra("dashboard")
-    from shadow._progress import LineProgress
     from shadow.analytics._render import render_table
+    from shadow.cli._progress import LineProgress
     from shadow.demo._run import SIMULATED, run_demo
 
     err = sys.stderr

@@ -15,8 +15,8 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import configure
-from shadow._loader import import_user_module
 from shadow.cli._app import ExitCode, app, fail, install_line, need_extra
+from shadow.cli._loader import import_user_module
 from shadow.cli._options import (
     FORMAT_HELP,
     FORMAT_METAVAR,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from shadow._text import counted
 from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_MEMORY_LIMIT, DEFAULT_SEED
+from shadow.analytics._text import counted
 from shadow.cli._app import ExitCode, app, fail, interrupted, need_extra
 from shadow.cli._options import (
     DbAliasOption,
@@ -82,7 +82,7 @@ class ByDimension(StrEnum):
 def _progress(label: str) -> Iterator[Progress]:
     """A progress callback for a load big enough to be worth one: a bar on a terminal, else a plain line every
     few seconds on stderr (a piped or logged run must not look hung)."""
-    from shadow._progress import LineProgress
+    from shadow.cli._progress import LineProgress
 
     bar: Any = None
     lines: LineProgress | None = None

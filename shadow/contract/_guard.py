@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, overload
 
-from shadow._callables import callable_kind
 from shadow._logs import get_logger
 from shadow._redact import redact_values, scrub_text, secret_values
+from shadow.contract._callables import callable_kind
 from shadow.contract._codes import Code
 from shadow.contract._payloads import ErrorPayload, Payload, ToolError, ok
 from shadow.contract._rules import Rules, Translation

@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any, Final
 
-from shadow._text import counted
 from shadow.analytics._report import ArmStats, ToolReport
 from shadow.analytics._report_types import synthetic_time_note
+from shadow.analytics._text import counted
 from shadow.dashboard._data import DashboardData
 
 _TICKS: Final = re.compile(r"`([^`\n]{1,200})`")

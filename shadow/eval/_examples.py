@@ -11,8 +11,8 @@ from importlib import resources
 from types import ModuleType
 from typing import Any, Final
 
-from shadow._loader import import_user_module
 from shadow._redact import JSONValue
+from shadow.cli._loader import import_user_module
 from shadow.contract._codes import CODE_TABLE, Code, NextAction
 from shadow.contract._describe import describe
 from shadow.contract._payloads import ErrorPayload, ToolError
@@ -305,7 +305,7 @@ def load_user_module(ref: str) -> UserModule:
 
 
 def _import(ref: str) -> ModuleType:
-    """Import a ``.py`` file or a dotted name (see ``shadow._loader``)."""
+    """Import a ``.py`` file or a dotted name (see ``shadow.cli._loader``)."""
     return import_user_module(ref, prefix="_shadow_eval_user")
 
 

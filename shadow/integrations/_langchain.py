@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from shadow._callables import callable_kind
+from shadow.contract._callables import callable_kind
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json

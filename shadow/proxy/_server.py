@@ -23,11 +23,11 @@ from mcp.shared.exceptions import MCPError
 
 from shadow import _clock as clock
 from shadow import _sessions as sessions
-from shadow._adapter import PendingCall, ToolSpec
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._names import MAX_NAME, name_problem, storable_name
 from shadow._redact import JSONValue
+from shadow.calllog._pending import PendingCall, ToolSpec
 from shadow.calllog._records import CallRecord, MarkRecord
 from shadow.contract._codes import Code
 from shadow.contract._describe import describe

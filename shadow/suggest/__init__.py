@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from shadow._shape import Shape, legacy_text, shape_of
 from shadow.suggest._emit import emit_rules
 from shadow.suggest._groups import Group, Proposal, Suggestions, group, propose_code, remedy, suggest
 from shadow.suggest._read import LogError, LogSlice, Unmapped, read_unmapped
+from shadow.suggest._shape import Shape, legacy_text, shape_of
 
 __all__ = [
     "Group",

@@ -11,9 +11,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import sqlite_path
 from shadow._redact import scrub_text
-from shadow._shape import legacy_text
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
+from shadow.suggest._shape import legacy_text
 
 _SCAN_LIMIT = 200_000
 

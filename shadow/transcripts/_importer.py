@@ -14,12 +14,13 @@ from typing import Any, Final
 from sqlalchemy import select
 
 from shadow import _sessions as sessions
-from shadow._adapter import PendingCall, ToolSpec
+from shadow._fingerprint import safe_name
 from shadow._names import check_name
-from shadow._redact import JSONValue, safe_name, to_jsonable
+from shadow._redact import JSONValue, to_jsonable
 from shadow.calllog import _db as db
 from shadow.calllog import _migrate as migrate
 from shadow.calllog import _tables as tables
+from shadow.calllog._pending import PendingCall, ToolSpec
 from shadow.calllog._records import CallRecord, MarkRecord, Record
 from shadow.calllog._store import SqlStore
 from shadow.contract._guard import Outcome, outcome_of_value

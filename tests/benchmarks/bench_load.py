@@ -36,8 +36,8 @@ def throughput(n: int) -> dict[str, Any]:
     import inspect
 
     import shadow
-    from shadow._adapter import PendingCall, ToolSpec
     from shadow.calllog import get_writer
+    from shadow.calllog._pending import PendingCall, ToolSpec
     from shadow.flags import Mode, Variant
 
     def create_task(title: str, due: str, tags: list[str]) -> dict[str, Any]:

@@ -380,17 +380,17 @@ def test_annotated_calls_are_stored_by_other_stores_and_the_last_closed_otlp_sto
     from opentelemetry.sdk.trace import TracerProvider
 
     import shadow
-    from shadow import _adapter
+    from shadow.calllog import _otel
     from shadow.calllog._otel import AnnotatedCall, annotate_spans
     from shadow.testing import InMemoryFlags, recording
 
     first = OtlpStore.from_url("otlp+http://127.0.0.1:9/v1/traces")
     second = OtlpStore.from_url("otlp+http://127.0.0.1:9/v1/traces")
-    assert _adapter.CALL_HOOK is not None
+    assert _otel.CALL_HOOK is not None
     first.close()
-    assert _adapter.CALL_HOOK is not None  # the second store is still open
+    assert _otel.CALL_HOOK is not None  # the second store is still open
     second.close()
-    assert _adapter.CALL_HOOK is None
+    assert _otel.CALL_HOOK is None
 
     @shadow.tool(name="search", flags=InMemoryFlags({"search": "shadow"}))
     def search(q: str) -> list[str]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from shadow._progress import LineProgress
 from shadow.cli import app
+from shadow.cli._progress import LineProgress
 from shadow.demo._run import SIMULATED, run_demo
 
 

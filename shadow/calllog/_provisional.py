@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from shadow import _sessions as sessions
-from shadow._adapter import PendingCall, _pid
+from shadow._fingerprint import safe_name
 from shadow._ids import new_id
 from shadow._logs import get_logger
-from shadow._redact import safe_name
+from shadow.calllog._pending import PendingCall, _pid
 from shadow.calllog._records import MarkRecord, Record
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode
