@@ -165,7 +165,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"^\s*(?:invalid|malformed|bad|missing) (?:\w+ ){0,2}\w+:|\bonly (?:one|a single)\b|syntax error|"
        r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
        r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|"
-       r"error while parsing|\bis not defined\b|division by zero|cannot assign to", _V,
+       r"error while parsing|(?:unable|could not|couldn't|cannot|can't) (?:to )?parse|\bis not defined\b|"
+       r"division by zero|cannot assign to", _V,
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
@@ -293,7 +294,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"transaction|document|workbook|presentation|browser|page|tab|project|sheet|window|context|conversation|"
        r"game|job|run|instance|environment|repository)s?\b(?! (?:\w+ )?found)|"
        r"\bnot (?:currently )?(?:running|started|connected|loaded|opened|attached|mounted|paired|selected)\b|"
-       r"\bcannot \w+ (?:while|during|until|unless)\b|\bonly (?:\w+ ){1,3}(?:can|may) be \w+|\b(?:must|needs? to|"
+       r"\bcannot \w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bonly (?:\w+ ){1,3}(?:can|may) be \w+|"
+       r"\b(?:must|needs? to|"
        r"has to|have to) be (?:\w+ )?(?:open|opened|started|running|active|loaded|connected|unlocked|enabled|"
        r"approved|confirmed|verified|saved|committed|stopped|closed|logged in|selected)\b|\bexceeds? (?:the |your )?"
        r"(?:\w+ )?(?:available|remaining|current)? ?(?:\w+ )?(?:balance|funds)\b|\b(?:status|state) is (?:already )?"
