@@ -170,7 +170,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
-    _p(r"SyntaxError\b|\bunexpected (?:token|character|end|eof|indent|<value>|symbol|identifier)\b|"
+    _p(r"SyntaxError\b|\b(?:unmatched|unbalanced|unterminated|unclosed)\b|\bunexpected (?:token|character|end|eof|"
+       r"indent|<value>|symbol|identifier)\b|"
        r"\b(?:characters?|spaces?|symbols?|letters?|digits?|whitespace|duplicates?|nulls?|empty (?:values|strings)|"
        r"negative (?:values|numbers)) (?:are |is )?not (?:allowed|permitted|supported)\b|mutually exclusive|"
        r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
@@ -208,7 +209,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
        r"\b(?:requires|expects|needs|accepts|takes|operates on|works (?:only )?(?:on|with)) (?:a |an )?(?:\w+ ){0,3}"
        r"\w+, not (?:a |an )?\w+|wrong kind of\b|"
-       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|must (?:point to|"
+       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
+       r"\bbinary (?:file|data|content)\b|"
+       r"\bdecode (?:\w+ )?as text\b|must (?:point to|"
        r"be) an? (?:\w+ ){0,2}(?:file|image|"
        r"document|directory|folder)\b|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|document|"
        r"spreadsheet)"
@@ -234,7 +237,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # What exists already, and conflicts with the current state.
     _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
        r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b|"
-       r"exists already|already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
+       r"exists already|^\s*(?:the )?(?:file|directory|folder|path|destination|target|dst) exists\b|"
+       r"already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
        r"name (?:is )?(?:already )?in use",
        Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
@@ -248,7 +252,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "and retry with the fresh state."),
     # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
     _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported|\bnot installed\b|"
-       r"install the optional|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|uv|brew|apt(?:-get)?) "
+       r"install the optional|\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
+       r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
        r"dependency|extra) (?:is )?(?:not available|missing)|not (?:yet )?(?:available|supported) in this (?:version|"
        r"release|build|install)|not yet (?:supported|implemented)|coming soon|\bunimplemented\b", Code.NOT_IMPLEMENTED,
@@ -278,14 +283,17 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bnot (?:provided|specified)\b|\b(?:valid|allowed|supported|accepted|available) (?:values|options|choices|"
        r"modes|operations|actions|units) (?:are|is|include)\b|\bexpected one of\b|\bone of the following\b|"
        r"\bchoose (?:from|one of)\b|\bYYYY\b|\bISO[ -]?8601\b|\bin the format\b|\bexpected format\b|\bformat "
-       r"(?:should|must) be\b|\btoo (?:short|few|small)\b|\bmust (?:have|include|contain)\b(?! (?:at most|no more|"
+       r"(?:should|must) be\b|\btoo (?:short|few|small)\b|\bambiguous\b|\bmatches \d+ (?:times|locations|places|"
+       r"occurrences)\b|"
+       r"\bmore unique\b|\bare identical\b|\brequires? (?:a |an |the )?(?:<value> )?(?:field|parameter|argument|"
+       r"key)\b|\bmust (?:have|include|contain)\b(?! (?:at most|no more|"
        r"fewer|less|up to))|\bneeds (?:a|an|at least|exactly)\b|\b(?:please )?do not (?:perform|pass|use|call|"
        r"include|send|combine|mix|specify)\b|\breserved (?:\w+ )?(?:name|word|keyword|character)s?\b|"
        r"\bnot recogni[sz]ed\b|\bunrecognised\b",
        _V, "an argument has the wrong form", "The argument {value} is not valid. Correct it, for example as the "
        "tool's input schema describes it."),
     # The state the call needs is not there yet: a step to do first, a thing still in use, nothing open or set up.
-    _p(r"(?<!the )(?<!at )\bfirst\s*(?:[.!;)]|$)|\bbefore (?:you can|calling|using|running|it can)\b|"
+    _p(r"\bbefore (?:you can|calling|using|running|it can)\b|"
        r"\b(?:has|have|had) not (?:yet )?been \w+|\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
        r"referenced|running|pending|open|active|processing|has|have|contains?)\b|\b(?:is|are) (?:being |still )?"
        r"(?:in use|used by|referenced by|pending|processing|in progress)\b|\bno (?:\w+ ){0,3}configured\b|"
@@ -349,6 +357,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"urls|ids|symbols|entries|lines)\b",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
+    # A step to do first, said as the remedy ("Call open_document first."): after every size or lookup reading.
+    _p(r"\b(?:call|run|open|load|select|start|connect|enable|restore|publish|show|save|commit|read|create|"
+       r"initiali[sz]e|activate|unlock|install|stage|configure|upload|register|verify|confirm|approve)\b[^.;!\n]{0,60}"
+       r"\bfirst\s*(?:[.!;)]|$)", _FP,
+       "a step must be done first", "Do the required step first: {value}."),
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).

@@ -93,6 +93,15 @@ def test_the_built_in_rules_read_prefixed_and_status_line_texts_as_errors() -> N
     ("SQLITE_BUSY: cannot commit transaction", Code.UPSTREAM_UNAVAILABLE),
     ("Failed to start the export. Please try again.", Code.UPSTREAM_UNAVAILABLE),
     ("The agent run was interrupted", Code.CANCELLED),
+    # Learnt on agno's file and shell tools (dev): a file where a directory is expected, text that is not text,
+    # an ambiguous or unbalanced argument, a file the call would create, a program the host lacks.
+    ("Error: Not a directory: notes.txt", Code.UNSUPPORTED_INPUT),
+    ("Binary file detected: dist/app.wasm", Code.UNSUPPORTED_INPUT),
+    ("Error: old_str matches 3 times in a.py; make it more unique", Code.VALIDATION_ERROR),
+    ("The name 'main' is ambiguous", Code.VALIDATION_ERROR),
+    ("regex parse: unbalanced parenthesis", Code.VALIDATION_ERROR),
+    ("Error: file exists and overwrite=False: a.txt", Code.ALREADY_EXISTS),
+    ("Install ripgrep to use this tool.", Code.NOT_IMPLEMENTED),
 ])
 def test_wording_families_read_as_their_code(text: str, code: Code) -> None:
     found = propose(text)
