@@ -237,7 +237,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # What exists already, and conflicts with the current state.
     _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
        r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b|"
-       r"exists already|^\s*(?:the )?(?:file|directory|folder|path|destination|target|dst) exists\b|"
+       r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
        r"already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
        r"name (?:is )?(?:already )?in use",
        Code.ALREADY_EXISTS,
@@ -344,7 +344,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "Nothing named {value} exists. Check the name, for example list what exists first."),
     _p(r"(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
        r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user|"
-       r"\binterrupted\b|user denied|denied by (?:the )?user",
+       r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
+       r"denied by (?:the )?user",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
        r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
