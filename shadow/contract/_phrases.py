@@ -110,7 +110,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bENETUNREACH\b|"
        r"ConnectError|Connection(?:Refused|Reset|Aborted)?Error|RemoteProtocolError|Name or service not known|"
        r"name resolution|could not resolve host|"
-       r"nodename nor servname|connection (?:was |is )?(?:refused|reset|error|issue|aborted|closed|failed|lost|"
+       r"nodename nor servname|connection to [^\n]{1,80}? (?:was )?refused|connection (?:was |is )?(?:refused|reset|"
+       r"error|issue|aborted|closed|failed|lost|"
        r"interrupted)|all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
        r"server disconnected|"
        r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
@@ -170,7 +171,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
-    _p(r"SyntaxError\b|\b(?:unmatched|unbalanced|unterminated|unclosed)\b|\bunexpected (?:token|character|end|eof|"
+    _p(r"SyntaxError\b|\bmust be an? (?:\w+ )?(?:array|list|string|integer|number|boolean|object|dict(?:ionary)?)\b|"
+       r"\b(?:unmatched|unbalanced|unterminated|unclosed)\b|\bunexpected (?:token|character|end|eof|"
        r"indent|<value>|symbol|identifier)\b|"
        r"\b(?:characters?|spaces?|symbols?|letters?|digits?|whitespace|duplicates?|nulls?|empty (?:values|strings)|"
        r"negative (?:values|numbers)) (?:are |is )?not (?:allowed|permitted|supported)\b|mutually exclusive|"
@@ -206,6 +208,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
        r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
+       r"\bunexpected (?:\w+ )?(?:type|kind)\b|"
        r"\b(?:requires|expects|needs|accepts|takes|operates on|works (?:only )?(?:on|with)) (?:a |an )?(?:\w+ ){0,3}"
        r"\w+, not (?:a |an )?\w+|wrong kind of\b|"
        r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
@@ -236,7 +239,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b|"
        r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
        r"already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
-       r"name (?:is )?(?:already )?in use",
+       r"name (?:that is |which is )?(?:still |already )?in use|\bre-?use a name\b",
        Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
        "choose another name."),
@@ -282,8 +285,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:should|must) be\b|\btoo (?:short|few|small)\b|(?:must|should) not be (?:empty|blank|null|none|negative|"
        r"zero)\b|\bis in the past\b|\bunknown (?:parameter|argument|field|option|property|key)s?\b|\bambiguous\b|"
        r"\bmatches \d+ (?:times|locations|places|occurrences)\b|"
-       r"\bmore unique\b|\bare identical\b|\brequires? (?:a |an |the )?(?:<value> )?(?:field|parameter|argument|"
-       r"key)\b|\bmust (?:have|include|contain)\b(?! (?:at most|no more|"
+       r"\bmore unique\b|\bare identical\b|\brequires? (?:a |an |the )?(?:<value> |\w+ )?(?:field|parameter|argument|"
+       r"key|specification)\b|\bmust (?:have|include|contain)\b(?! (?:at most|no more|"
        r"fewer|less|up to))|\bneeds (?:a|an|at least|exactly)\b|\b(?:please )?do not (?:perform|pass|use|call|"
        r"include|send|combine|mix|specify)\b|\breserved (?:\w+ )?(?:name|word|keyword|character)s?\b|"
        r"\bnot recogni[sz]ed\b|\bunrecognised\b",
@@ -299,7 +302,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"transaction|document|workbook|presentation|browser|page|tab|project|sheet|window|context|conversation|"
        r"game|job|run|instance|environment|repository)s?\b(?! (?:\w+ )?found)|"
        r"\bnot (?:currently )?(?:running|started|connected|loaded|opened|attached|mounted|paired|selected)\b|"
-       r"\bcannot \w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bonly (?:\w+ ){1,3}(?:can|may) be \w+|"
+       r"\bcannot \w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bto override\b|\bonly (?:\w+ ){1,3}(?:can|"
+       r"may) be \w+|"
        r"\b(?:must|needs? to|"
        r"has to|have to) be (?:\w+ )?(?:open|opened|started|running|active|loaded|connected|unlocked|enabled|"
        r"approved|confirmed|verified|saved|committed|stopped|closed|logged in|selected)\b|\bexceeds? (?:the |your )?"

@@ -102,6 +102,12 @@ def test_the_built_in_rules_read_prefixed_and_status_line_texts_as_errors() -> N
     ("regex parse: unbalanced parenthesis", Code.VALIDATION_ERROR),
     ("Error: file exists and overwrite=False: a.txt", Code.ALREADY_EXISTS),
     ("Install ripgrep to use this tool.", Code.NOT_IMPLEMENTED),
+    # Learnt on mcp-server-kubernetes (dev): kubectl's and helm's own wording.
+    ("The connection to the server 10.1.2.3:6443 was refused", Code.UPSTREAM_UNAVAILABLE),
+    ("ids must be an array of strings; string ids are not supported", Code.VALIDATION_ERROR),
+    ("cannot evict pods with local data (use --force to override)", Code.FAILED_PRECONDITION),
+    ("cannot re-use a name that is still in use", Code.ALREADY_EXISTS),
+    ("Unexpected resource type: cronjob", Code.UNSUPPORTED_INPUT),
 ])
 def test_wording_families_read_as_their_code(text: str, code: Code) -> None:
     found = propose(text)
