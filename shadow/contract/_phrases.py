@@ -82,7 +82,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The query names a column {value} that the table does not have. Correct the query, for example check "
        "the column names first."),
     # Service failures outrank every domain word.
-    _p(r"database is locked|\bSQLITE_BUSY\b", Code.UPSTREAM_UNAVAILABLE, "a busy database: retry shortly",
+    _p(r"database is locked|\bSQLITE[ _]BUSY\b", Code.UPSTREAM_UNAVAILABLE, "a busy database: retry shortly",
        "The database is busy. Make the identical call again shortly."),
     _p(_STATUS_LINE + r"(?:408|504|524)\b", Code.UPSTREAM_TIMEOUT, "an HTTP timeout status in the text",
        "The service did not answer in time. Make the identical call again."),
@@ -92,15 +92,27 @@ PHRASES: Final[tuple[Phrase, ...]] = (
         r"Exception)|\btimed[ -]?out\b|"
        r"(?:request|read|connect(?:ion)?|navigation|gateway|operation|query|statement|socket|server|upstream|"
        r"network|api|proxy|response)[ _-]?time-?out|\btime-?out (?:of|after|exceeded|expired|error|waiting|while|"
-       r"reached)|^\s*time-?out\b|deadline exceeded|Gateway Time-?out|(?:execution|statement|query|running) time "
+       r"reached)|^\s*time-?out\b(?! (?:must|should|is required|value|parameter|argument))|deadline exceeded|"
+       r"\b(?:event|crawl|livecrawl|page|load|render|wait|idle|lock|job|"
+       r"task|run|tool|execution|command|process|script|browser)[ _-]?time-?out\b|did not (?:finish|complete|respond|"
+       r"answer|return|load)\b[^.\n]{0,40}\b(?:in time|within)\b|took too long|no (?:response|answer|reply) (?:within|"
+       r"after)\b|not (?:received|completed|finished) (?:in time|within)\b|Gateway Time-?out|(?:execution|statement|"
+       r"query|running) time "
        r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)",
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
-    _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bEHOSTUNREACH\b|\bENETUNREACH\b|"
+    _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI[ _]AGAIN\b|getaddrinfo|socket hang up|\bECONNABORTED\b|"
+       r"\bnetwork ?error\b|\bis (?:currently )?offline\b|(?:under|in|down for) maintenance|upstream (?:error|failure)|"
+       r"^\s*(?:failed|unable) to (?:start|check|reach|contact|load|fetch|get|retrieve|complete|send|run|perform|"
+       r"communicate)\b[^.!\n]{0,80}[.!]\s*(?:please )?try again\b|(?:returned|gave|sent) (?:an? )?(?:empty|"
+       r"malformed|unexpected|incomplete) (?:response|reply|answer)|\b(?:ended|completed|closed) without (?:any )?"
+       r"(?:content|data|result|response|output)\b|\bno (?:\w+ ){1,2}(?:was )?returned from\b|\bEHOSTUNREACH\b|"
+       r"\bENETUNREACH\b|"
        r"ConnectError|Connection(?:Refused|Reset|Aborted)?Error|RemoteProtocolError|Name or service not known|"
        r"name resolution|could not resolve host|"
-       r"nodename nor servname|connection (?:was |is )?(?:refused|reset|error|issue|aborted|closed|failed|lost)|"
-       r"all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
+       r"nodename nor servname|connection to [^\n]{1,80}? (?:was )?refused|connection (?:was |is )?(?:refused|reset|"
+       r"error|issue|aborted|closed|failed|lost|"
+       r"interrupted)|all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
        r"server disconnected|"
        r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
@@ -109,12 +121,17 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
     # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
-    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|over (?:the )?(?:\w+ )?"
+    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|excessive (?:requests|calls)|"
+       r"(?:requests|calls) (?:are |were )?too (?:frequent|fast)|too (?:frequent|fast) (?:requests|calls)|"
+       r"\bretry[- ]after\b|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
        "Too many calls in a short time. Wait and make the identical call again."),
     _p(r"\bquota(?:s|[ _]\w+)?\b|spend(?:ing)?[ _]limit|billing (?:hard )?limit|budget (?:is )?(?:exceeded|"
        r"used up|exhausted)|"
-       r"usage limit|credit balance is too low|out of credits|credits? (?:are )?(?:exhausted|used up)|"
+       r"usage limit|credit balance is too low|out of credits|(?:exceeded|used up|run out of|ran out of|"
+       r"no (?:remaining|more)|insufficient) (?:your |all |the )?(?:\w+ )?credits\b|\bcredits? limit|top up your|"
+       r"upgrade (?:your|to a) (?:\w+ )?(?:plan|tier|subscription)|reached (?:the )?max(?:imum)? (?:number of )?"
+       r"(?:executions|operations|tool calls)|credits? (?:are )?(?:exhausted|used up)|"
        r"payment required|(?:plan|subscription|account|monthly|daily) limit (?:reached|exceeded|hit)|"
        r"reached (?:the )?max(?:imum)? (?:number of )?(?:steps|iterations|turns)|\b(?:step|iteration|turn) limit|"
        r"\btoo many (?!requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
@@ -134,6 +151,14 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The request is too large. Send a smaller input, for example fewer items per call."),
     _p(_STATUS_LINE + r"409\b", Code.CONFLICT, "an HTTP 409 status in the text",
        "The request conflicts with the current state. Read the current state first."),
+    _p(_STATUS_LINE + r"402\b", Code.QUOTA_EXCEEDED, "an HTTP 402 status in the text",
+       "The account's credits or plan limit are used up. Tell the user; retrying will not help."),
+    _p(_STATUS_LINE + r"(?:412|428)\b", _FP, "an HTTP 412 status in the text",
+       "The current state does not allow this. Read the current state first."),
+    _p(_STATUS_LINE + r"415\b", Code.UNSUPPORTED_INPUT, "an HTTP 415 status in the text",
+       "The service does not take this kind of input. Send a supported kind."),
+    _p(_STATUS_LINE + r"501\b", Code.NOT_IMPLEMENTED, "an HTTP 501 status in the text",
+       "The service does not support this operation. Use a different tool."),
     _p(_STATUS_LINE + r"(?:400|422)\b", _V, "an HTTP 400 status in the text",
        "The service rejected the request as invalid. Correct the arguments."),
     # A message that opens by naming the bad argument ("Invalid timezone: ...") is about that argument, whatever
@@ -141,9 +166,22 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"^\s*(?:invalid|malformed|bad|missing) (?:\w+ ){0,2}\w+:|\bonly (?:one|a single)\b|syntax error|"
        r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
        r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|"
-       r"error while parsing|\bis not defined\b|division by zero|cannot assign to", _V,
+       r"error while parsing|(?:unable|could not|couldn't|cannot|can't) (?:to )?parse|\bis not defined\b|"
+       r"division by zero|cannot assign to", _V,
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
+    # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
+    _p(r"SyntaxError\b|\bmust be an? (?:\w+ )?(?:array|list|string|integer|number|boolean|object|dict(?:ionary)?)\b|"
+       r"\b(?:unmatched|unbalanced|unterminated|unclosed)\b|\bunexpected (?:token|character|end|eof|"
+       r"indent|<value>|symbol|identifier)\b|"
+       r"\b(?:characters?|spaces?|symbols?|letters?|digits?|whitespace|duplicates?|nulls?|empty (?:values|strings)|"
+       r"negative (?:values|numbers)) (?:are |is )?not (?:allowed|permitted|supported)\b|mutually exclusive|"
+       r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
+       r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
+       r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
+       r"available|expected|must be|choose)\b", _V, "the arguments are combined or spelt wrongly",
+       "The arguments are not valid together: {value}. Correct them, for example as the tool's input schema "
+       "describes them."),
     # A precondition in the current state: the call is fine, the state is not.
     _p(r"no changes (?:staged|added)|nothing (?:added )?to commit|head is detached|detached head|"
        r"would be overwritten by (?:checkout|merge)|commit your changes or stash|uncommitted changes|"
@@ -155,22 +193,29 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # Who may do what.
     _p(r"authentication failed|bad credentials|unauthori[sz]ed|unauthenticated|not authenticated|"
        r"invalid[ _-]?auth|invalid (?:api[ _-]?)?(?:key|token|credentials)|(?:api[ _-]?)?(?:key|token) (?:is |"
-       r"was |has )?"
-       r"(?:invalid|not valid|expired|revoked)|expired (?:token|credentials)|log ?in required|not logged in|"
+       r"was |has )?(?:invalid|not valid|expired|revoked)|expired (?:token|credentials)|log ?in required|not logged in|"
        r"credentials? (?:are |is )?(?:missing|invalid|expired)|authentication required|requires authentication|"
        r"please (?:log ?in|sign in|authenticate)|api[ _-]?key (?:is )?(?:required|missing|not (?:set|configured|"
-       r"provided))",
+       r"provided))|(?:no|missing) (?:valid )?(?:api[ _-]?key|access token|auth(?:entication)? token|"
+       r"bearer token|credentials)\b|(?:api[ _-]?key|access token|credentials?|password) (?:is |are |was )?"
+       r"(?:incorrect|wrong|rejected|not recogni[sz]ed)|(?:invalid|incorrect|wrong) (?:username|user name|password|"
+       r"login|passcode)\b|log ?in failed|sign[ -]?in failed|authentication (?:error|failure)|(?:session|login) "
+       r"(?:has )?expired|(?:must|need to|needs to) (?:be )?(?:log(?:ged)? ?in|sign(?:ed)? ?in|authenticated?)\b|"
+       r"not (?:logged|signed) in|(?:log|sign) ?in (?:first|again)|re-?authenticate",
        Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
-       r"protocol|scheme|url|statement|encoding|language|kind)|not a supported|wrong kind of\b|"
-       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|must (?:point to|"
+       r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
+       r"\bunexpected (?:\w+ )?(?:type|kind)\b|"
+       r"\b(?:requires|expects|needs|accepts|takes|operates on|works (?:only )?(?:on|with)) (?:a |an )?(?:\w+ ){0,3}"
+       r"\w+, not (?:a |an )?\w+|wrong kind of\b|"
+       r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
+       r"\bbinary (?:file|data|content)\b|\bdecode (?:\w+ )?as text\b|must (?:point to|"
        r"be) an? (?:\w+ ){0,2}(?:file|image|"
        r"document|directory|folder)\b|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|document|"
-       r"spreadsheet)"
-       r"(?: file)?\b|\bis (?:a )?(?:damaged|corrupt(?:ed)?)\b|does not contain (?:any )?text|"
+       r"spreadsheet)(?: file)?\b|\bis (?:a )?(?:damaged|corrupt(?:ed)?)\b|does not contain (?:any )?text|"
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
@@ -179,24 +224,46 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
        r"not a member of|not a public address|non-public address|private address|loopback|blocks requests to|denied to|"
        r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
-       r"permissions?|privileges?)|\bread-?only\b", Code.PERMISSION_DENIED,
+       r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
+       r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
+       r"administrator|owner|elevated|root|superuser) "
+       r"(?:rights|privileges|access|permissions?|role)|(?:admin|administrator|owner) (?:rights|privileges|access|"
+       r"role) (?:is |are )?required|only (?:the )?(?:owner|admin|administrator|creator|author|organi[sz]er|host)s? "
+       r"(?:can|may|is allowed)|\bSSRF\b|path traversal|(?:outside|escapes?|beyond) (?:of )?(?:the )?(?:\w+ )?"
+       r"(?:sandbox|workspace|root|base director(?:y|ies))|allowed director(?:y|ies)|(?:allow|white)[ -]?list",
+       Code.PERMISSION_DENIED,
        "the caller is not allowed to do this", "Access to {value} is not allowed. Ask the user for access "
        "instead of retrying."),
     # What exists already, and conflicts with the current state.
     _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
-       r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b",
+       r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b|"
+       r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
+       r"already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
+       r"name (?:that is |which is )?(?:still |already )?in use|\bre-?use a name\b",
        Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
        "choose another name."),
     _p(r"\bconflict|modified concurrently|concurrent update|could not serialize|version mismatch|"
        r"\[rejected\]|updates were rejected|could not find exact match|out of date|stale|deadlock|"
-       r"is already (?:open|running|started|active)|\boverlaps?\b", Code.CONFLICT,
+       r"is already (?:open|running|started|active)|\boverlaps?\b|must be incremented|(?:has|have|was|were) "
+       r"(?:been )?(?:changed|modified|updated|edited) (?:since|by (?:another|someone)|elsewhere|concurrently)|"
+       r"newer version|\betag\b|if-match", Code.CONFLICT,
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
     # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
     _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported|\bnot installed\b|"
-       r"install the optional", Code.NOT_IMPLEMENTED,
+       r"install the optional|\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
+       r"uv|brew|apt(?:-get)?) "
+       r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
+       r"dependency|extra) (?:is )?(?:not available|missing)|not (?:yet )?(?:available|supported) in this (?:version|"
+       r"release|build|install)|not yet (?:supported|implemented)|coming soon|\bunimplemented\b", Code.NOT_IMPLEMENTED,
        "the tool does not support this operation", "This operation is not supported. Use a different tool."),
+    # The tool's own code broke: nothing the model changes will help.
+    _p(r"object has no attribute|\bNoneType\b|is not subscriptable|\b(?:AttributeError|AssertionError|IndexError)\b|"
+       r"unhandled (?:exception|error)|see (?:the )?(?:server |tool )?logs?\b|check (?:the )?(?:server )?logs? for "
+       r"(?:details|more)|\binternal error\b(?! \()|please report (?:this|it)\b|this is a bug", Code.INTERNAL_ERROR,
+       "the tool's own code failed", "The tool failed unexpectedly. Tell the user the operation could not be "
+       "completed."),
     _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
        _NF, "the tool, prompt or item the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
@@ -209,13 +276,41 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\brequires (?:exactly|at least|at most)\b|\b(?:needs|requires) (?:a|an|the) (?:\w+ )?(?:name|value|id|list)\b|"
        r"\bbut (?:should be|expected)\b|\bbut (?:\w+ ){0,2}(?:should have|there are|expected)\b|\bhas fewer than\b|"
        r"\bnot a (?:number|integer|string|boolean)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|"
-       r"value|list|sql|"
-       r"text)\b|"
+       r"value|list|sql|text)\b|"
        r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
        r"constraint (?:failed|fails|violation)|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
-       r"\bnot (?:provided|specified)\b",
+       r"\bnot (?:provided|specified)\b|\b(?:valid|allowed|supported|accepted|available) (?:values|options|choices|"
+       r"modes|operations|actions|units) (?:are|is|include)\b|\bexpected one of\b|\bone of the following\b|"
+       r"\bchoose (?:from|one of)\b|\bYYYY\b|\bISO[ -]?8601\b|\bin the format\b|\bexpected format\b|\bformat "
+       r"(?:should|must) be\b|\btoo (?:short|few|small)\b|(?:must|should) not be (?:empty|blank|null|none|negative|"
+       r"zero)\b|\bis in the past\b|\bunknown (?:parameter|argument|field|option|property|key)s?\b|\bambiguous\b|"
+       r"\bmatches \d+ (?:times|locations|places|occurrences)\b|"
+       r"\bmore unique\b|\bare identical\b|\brequires? (?:a |an |the )?(?:<value> |\w+ )?(?:field|parameter|argument|"
+       r"key|specification)\b|\bmust (?:have|include|contain)\b(?! (?:at most|no more|"
+       r"fewer|less|up to))|\bneeds (?:a|an|at least|exactly)\b|\b(?:please )?do not (?:perform|pass|use|call|"
+       r"include|send|combine|mix|specify)\b|\breserved (?:\w+ )?(?:name|word|keyword|character)s?\b|"
+       r"\bnot recogni[sz]ed\b|\bunrecognised\b",
        _V, "an argument has the wrong form", "The argument {value} is not valid. Correct it, for example as the "
        "tool's input schema describes it."),
+    # The state the call needs is not there yet: a step to do first, a thing still in use, nothing open or set up.
+    _p(r"\bbefore (?:you can|calling|using|running|it can)\b|"
+       r"\b(?:has|have|had) not (?:yet )?been \w+|\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
+       r"referenced|running|pending|open|active|processing|has|have|contains?)\b|\b(?:is|are) (?:being |still )?"
+       r"(?:in use|used by|referenced by|pending|processing|in progress)\b|\bno (?:\w+ ){0,3}configured\b|"
+       r"\bnot (?:been )?(?:configured|set up)\b|\bno (?:active|open|current|running|selected|"
+       r"loaded) (?:\w+ )?(?:session|connection|"
+       r"transaction|document|workbook|presentation|browser|page|tab|project|sheet|window|context|conversation|"
+       r"game|job|run|instance|environment|repository)s?\b(?! (?:\w+ )?found)|"
+       r"\bnot (?:currently )?(?:running|started|connected|loaded|opened|attached|mounted|paired|selected)\b|"
+       r"\bcannot \w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bto override\b|\bonly (?:\w+ ){1,3}(?:can|"
+       r"may) be \w+|"
+       r"\b(?:must|needs? to|"
+       r"has to|have to) be (?:\w+ )?(?:open|opened|started|running|active|loaded|connected|unlocked|enabled|"
+       r"approved|confirmed|verified|saved|committed|stopped|closed|logged in|selected)\b|\bexceeds? (?:the |your )?"
+       r"(?:\w+ )?(?:available|remaining|current)? ?(?:\w+ )?(?:balance|funds)\b|\b(?:status|state) is (?:already )?"
+       r"(?:<value>|pending|active|inactive|closed|open|delivered|shipped|cancel+ed|processed|completed|finished|"
+       r"locked|archived|draft|published|suspended)\b", _FP, "the state the call needs does not hold yet",
+       "The current state does not allow this yet: {value}. Do the required step first, or tell the user."),
     # A business rule: the state of the order, account or resource does not allow the call.
     _p(r"insufficient (?:\w+ ){0,3}(?:balance|funds|credit|stock|inventory|seats|capacity)|"
        r"not enough (?:\w+ ){0,3}(?:balance|funds|credit|seats|stock|inventory|capacity|space|room|tickets)|"
@@ -224,10 +319,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\b(?:cannot|can't|can not|could not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
-       r"\bnon-\w+ \w+ cannot\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
+       r"\bnon-\w+ \w+ cannot\b|\bhas expired\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
        r"\b(?:no|only \S+|just \S+) (?:\w+ ){0,2}left\b|\boutside (?:of )?(?:the )?(?:\S+ ){0,3}(?:window|"
-       r"period|hours)\b|"
-       r"\b(?:above|exceeds|over|violates|against) (?:the )?(?:\w+ ){0,2}policy\b|not (?:allowed|"
+       r"period|hours)\b|\b(?:above|exceeds|over|violates|against) (?:the )?(?:\w+ ){0,2}policy\b|not (?:allowed|"
        r"permitted) by (?:the )?"
        r"(?:\w+ )?policy", _FP, "a business rule: the current state does not allow this call",
        "The current state does not allow this: {value}. Tell the user, or change the state first."),
@@ -241,20 +335,34 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\S+ ){1,5}(?:was |were )?found|zero results|"
        r"no results|\bthere (?:are|is) no \w+\b|(?:cannot|could not|can't) be (?:found|located)|"
        r"\bno (?:matching|matches|match found)\b|"
-       r"nothing (?:found|matched)|"
+       r"nothing (?:found|matched)|\b(?:could not|couldn't|unable to|cannot|can't|failed to) (?:resolve|locate|"
+       r"look ?up)\b|\bnot (?:a )?(?:known|registered|existing)\b|\bnot (?:in|on) (?:the |this |your )?(?:list|"
+       r"catalog|database|index|system|inventory|records?|cart)\b|\b(?:returned|found|yielded) (?:no|0|zero) "
+       r"(?:\w+ )?(?:results|matches|items|records|rows|entries)\b|\bno (?:\w+ ){0,2}(?:with|for|matching) (?:the |"
+       r"that |this )?(?:given |provided |specified )?(?:id|name|key|title|email|identifier|criteria)\b|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
     _p(r"(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
-       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user",
+       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user|"
+       r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
+       r"denied by (?:the )?user",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
        r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
        r"memory limit|out of memory|memory exhaustion|\bover the (?:\w+ ){0,2}limit\b|exceeded (?:the )?limit|"
        r"exceeds? (?:the )?(?:\w+ )?limit|size exceeded|;\s*the limit is|too much memory|"
        r"\bmore than [\d,.]+ (?:cells|rows|"
-       r"formulas|items|pages|records|results|lines|files)\b",
+       r"formulas|items|pages|records|results|lines|files)\b|\bover the (?:\w+ ){3}limit\b|\b(?:at most|no more "
+       r"than|a maximum of|max(?:imum)?(?: of)?) [\d,]+ (?!seconds|minutes|hours|days|decimal|digits)[a-z]+s\b|"
+       r"\btoo many (?:items|rows|records|tokens|bytes|characters|chars|elements|results|values|files|pages|cells|"
+       r"urls|ids|symbols|entries|lines)\b",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
+    # A step to do first, said as the remedy ("Call open_document first."): after every size or lookup reading.
+    _p(r"\b(?:call|run|open|load|select|start|connect|enable|restore|publish|show|save|commit|read|create|"
+       r"initiali[sz]e|activate|unlock|install|stage|configure|upload|register|verify|confirm|approve)\b[^.;!\n]{0,60}"
+       r"\bfirst\s*(?:[.!;)]|$)", _FP,
+       "a step must be done first", "Do the required step first: {value}."),
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).

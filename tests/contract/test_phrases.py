@@ -48,3 +48,68 @@ def test_the_built_in_rules_read_prefixed_and_status_line_texts_as_errors() -> N
         assert found is not None and found.error.code.value == code
     assert rules.translate_result("502 items were moved") is None  # a count, not a status line
     assert rules.translate_result("nothing to commit, working tree clean") is None  # plain output: a user rule decides
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    # How arguments combine, and what a value may hold, outranks "not allowed" and "unsupported".
+    ("Provide either query or url, not both", Code.VALIDATION_ERROR),
+    ("start_date and days are mutually exclusive", Code.VALIDATION_ERROR),
+    ("Spaces are not allowed in a branch name", Code.VALIDATION_ERROR),
+    ("Unsupported operation: drop. Use 'add' or 'remove'.", Code.VALIDATION_ERROR),
+    ("Valid values are: asc, desc", Code.VALIDATION_ERROR),
+    ("Dates take the form YYYY-MM-DD", Code.VALIDATION_ERROR),
+    ("Unable to parse the date. Please try again.", Code.VALIDATION_ERROR),  # a hint, no service failure
+    ("payload must include a 'title' field", Code.VALIDATION_ERROR),
+    ("Jinja TemplateSyntaxError: unexpected '}'", Code.VALIDATION_ERROR),
+    ("timeout must be a positive integer", Code.VALIDATION_ERROR),  # the argument named timeout, not a timeout
+    # A state the call needs: a step first, something still in use or pending, the balance a payment needs.
+    ("Call open_document first.", Code.FAILED_PRECONDITION),
+    ("Cannot refuel while the engine is running", Code.FAILED_PRECONDITION),
+    ("Label 'urgent' is still in use by 4 issues", Code.FAILED_PRECONDITION),
+    ("Booking not yet confirmed", Code.FAILED_PRECONDITION),
+    ("No active session. Start one with start_session.", Code.FAILED_PRECONDITION),
+    ("Transfer amount exceeds the available balance", Code.FAILED_PRECONDITION),
+    ("Issue OPS-1 is blocked by OPS-2", Code.FAILED_PRECONDITION),  # a blocked issue, no access decision
+    # Who the caller is, and what it may do.
+    ("Your session has expired", Code.UNAUTHENTICATED),
+    ("Password is incorrect", Code.UNAUTHENTICATED),
+    ("Only the owner can delete this repository", Code.PERMISSION_DENIED),
+    ("Redirect blocked: private hostname", Code.PERMISSION_DENIED),
+    # What exists, what changed, what the install lacks, the tool's own crash.
+    ("A label with this name exists already", Code.ALREADY_EXISTS),
+    ("The page has been modified since it was read", Code.CONFLICT),
+    ("No module named 'pdfplumber'", Code.NOT_IMPLEMENTED),
+    ("Markdown export is not yet supported", Code.NOT_IMPLEMENTED),
+    ("'NoneType' object has no attribute 'get'", Code.INTERNAL_ERROR),
+    ("Could not create the sprint. Check the server logs for details.", Code.INTERNAL_ERROR),
+    ("Couldn't locate element #submit", Code.NOT_FOUND),
+    ("Search returned 0 results", Code.NOT_FOUND),
+    # Limits, quotas and services said in other words.
+    ("ids may hold at most 50 ids; got 212", Code.PAYLOAD_TOO_LARGE),
+    ("You have exceeded your monthly credits. Upgrade your plan.", Code.QUOTA_EXCEEDED),
+    ("Blocked due to excessive requests", Code.RATE_LIMITED),
+    ("Script timeout - no result received", Code.UPSTREAM_TIMEOUT),
+    ("getaddrinfo EAI_AGAIN api.example.com", Code.UPSTREAM_UNAVAILABLE),
+    ("SQLITE_BUSY: cannot commit transaction", Code.UPSTREAM_UNAVAILABLE),
+    ("Failed to start the export. Please try again.", Code.UPSTREAM_UNAVAILABLE),
+    ("The agent run was interrupted", Code.CANCELLED),
+    # Learnt on agno's file and shell tools (dev): a file where a directory is expected, text that is not text,
+    # an ambiguous or unbalanced argument, a file the call would create, a program the host lacks.
+    ("Error: Not a directory: notes.txt", Code.UNSUPPORTED_INPUT),
+    ("Binary file detected: dist/app.wasm", Code.UNSUPPORTED_INPUT),
+    ("Error: old_str matches 3 times in a.py; make it more unique", Code.VALIDATION_ERROR),
+    ("The name 'main' is ambiguous", Code.VALIDATION_ERROR),
+    ("regex parse: unbalanced parenthesis", Code.VALIDATION_ERROR),
+    ("Error: file exists and overwrite=False: a.txt", Code.ALREADY_EXISTS),
+    ("Install ripgrep to use this tool.", Code.NOT_IMPLEMENTED),
+    # Learnt on mcp-server-kubernetes (dev): kubectl's and helm's own wording.
+    ("The connection to the server 10.1.2.3:6443 was refused", Code.UPSTREAM_UNAVAILABLE),
+    ("ids must be an array of strings; string ids are not supported", Code.VALIDATION_ERROR),
+    ("cannot evict pods with local data (use --force to override)", Code.FAILED_PRECONDITION),
+    ("cannot re-use a name that is still in use", Code.ALREADY_EXISTS),
+    ("Unexpected resource type: cronjob", Code.UNSUPPORTED_INPUT),
+])
+def test_wording_families_read_as_their_code(text: str, code: Code) -> None:
+    found = propose(text)
+    assert found is not None and found.code is code
+
