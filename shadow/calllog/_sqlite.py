@@ -50,18 +50,15 @@ def backend_of(url: str) -> str:
     return url.split(":", 1)[0].split("+", 1)[0]
 
 
-#: What the call log's SQL side imports, in order, beyond SQLAlchemy's core (loaded first): the engines (and
-#: SQLite's dialect), the schema, the migrations and the parts of Alembic they run. Loaded together by the thread
+#: What the call log's SQL side imports, in order: SQLAlchemy, the engines (and SQLite's dialect), the schema and the
+#: migrations (which load the parts of Alembic they run: ``_migrate.load_alembic``). Loaded together by the thread
 #: that first needs them (``shadow._preload``), so nothing is left to import while the application may fork.
-_SQL_MODULES: Final = (
-    "sqlalchemy", "shadow.calllog._db", "shadow.calllog._tables", "shadow.calllog._migrate",
-    "alembic", "alembic.config", "alembic.script", "alembic.runtime.migration", "alembic.command",
-    "alembic.autogenerate", "alembic.operations", "alembic.ddl",
-)
+_SQL_MODULES: Final = ("sqlalchemy", "shadow.calllog._db", "shadow.calllog._tables", "shadow.calllog._migrate")
 
 
 def sql_modules(url: str) -> tuple[str, ...]:
-    """The modules a ``SqlStore`` or a flag source of ``url`` needs: ``_SQL_MODULES`` and the database's driver."""
+    """The modules a ``SqlStore`` or a flag source of ``url`` needs: ``_SQL_MODULES`` and the database's driver
+    (Alembic's are ``_migrate.load_alembic``'s)."""
     if backend_of(url) != "postgresql":
         return _SQL_MODULES
     driver = url.split(":", 1)[0].partition("+")[2] or "psycopg2"

@@ -172,7 +172,10 @@ class SqlStore:
         with self._prepare_lock:
             if self._inserts is None:
                 preload.load(*light.sql_modules(self.url))
+                from shadow.calllog import _migrate as migrate
                 from shadow.calllog._tables import calls, marks
+
+                migrate.load_alembic()
 
                 self._inserts = (_Insert(calls, CallRecord, self.backend), _Insert(marks, MarkRecord, self.backend))
             return self._inserts

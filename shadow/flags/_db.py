@@ -265,8 +265,10 @@ class DbFlags(FlagWrites):
         preload.load(*db.sql_modules(self.url))
         from sqlalchemy import select
 
+        from shadow.calllog import _migrate as migrate
         from shadow.calllog import _tables as tables
 
+        migrate.load_alembic()
         with self._engine().connect() as conn:
             rows = conn.execute(select(tables.flags.c.tool, tables.flags.c.mode, tables.flags.c.percent)).all()
         return rows_to_states([tuple(row) for row in rows])
