@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -153,7 +152,6 @@ class SqlStore:
         self.lock_timeout = lock_timeout
         self._ensured = False
         self._inserts: tuple[_Insert, _Insert] | None = None
-        self._prepare_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SqlStore({self.display_url!r})"
@@ -165,20 +163,18 @@ class SqlStore:
 
     def prepare(self) -> tuple[_Insert, _Insert]:
         """SQLAlchemy, the driver and Alembic loaded (under the fork guard), and the two inserts built, once (the
-        writer calls this before its first write; a write calls it too)."""
+        writer calls this before its first write; a write calls it too). No lock of its own (a fork may come at any
+        time): two threads that prepare at once build the same inserts."""
         inserts = self._inserts
-        if inserts is not None:
-            return inserts
-        with self._prepare_lock:
-            if self._inserts is None:
-                preload.load(*light.sql_modules(self.url))
-                from shadow.calllog import _migrate as migrate
-                from shadow.calllog._tables import calls, marks
+        if inserts is None:
+            preload.load(*light.sql_modules(self.url))
+            from shadow.calllog import _migrate as migrate
+            from shadow.calllog._tables import calls, marks
 
-                migrate.load_alembic()
-
-                self._inserts = (_Insert(calls, CallRecord, self.backend), _Insert(marks, MarkRecord, self.backend))
-            return self._inserts
+            migrate.load_alembic()
+            inserts = self._inserts = (_Insert(calls, CallRecord, self.backend),
+                                       _Insert(marks, MarkRecord, self.backend))
+        return inserts
 
     def _engine(self) -> Engine:
         self.prepare()
