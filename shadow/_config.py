@@ -135,15 +135,12 @@ def _check(name: str, var: str, raw: str) -> tuple[Any, Problem | None]:
             return None, Problem(var, raw, "is not a yes/no value", "1")
         return word in _TRUE, None
     if name == "db_url":
-        from shadow.calllog._db import normalise_url
+        from shadow.calllog._sqlite import backend_of, normalise_url  # SQLAlchemy only for what is not a SQLite file
 
         if is_otlp_url(raw):
             return raw.strip(), None
         try:
-            url = normalise_url(raw)
-            from sqlalchemy.engine import make_url
-
-            backend = make_url(url).get_backend_name()
+            backend = backend_of(normalise_url(raw))
         except Exception:
             return None, Problem(var, raw, "is not a database URL", "sqlite:///shadow.db")
         if backend not in ("sqlite", "postgresql"):
@@ -248,7 +245,7 @@ def configure(**changes: Unpack[Changes]) -> Settings:
         names = ", ".join(f.name for f in dataclasses.fields(Settings))
         raise TypeError(f"unknown setting(s) {sorted(unknown)}; known: {names}")
     if "db_url" in changes:
-        from shadow.calllog._db import normalise_url
+        from shadow.calllog._sqlite import normalise_url
 
         if not is_otlp_url(str(changes["db_url"])):
             normalise_url(changes["db_url"])  # a URL shadow cannot use is a ValueError here, not a log line later

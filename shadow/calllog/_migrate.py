@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import Connection, pool, text
 
+from shadow import _lazy as preload
 from shadow._config import sqlite_path
 from shadow.calllog import _db as db
 
@@ -30,6 +31,9 @@ _QUIET_LEVEL: Final = logging.WARNING
 _quiet_lock = threading.Lock()
 _quiet_depth = 0
 _quiet_saved = logging.NOTSET
+#: The parts of Alembic the migrations run (``ensure``, ``head``, ``current``, ``upgrade``).
+ALEMBIC: Final = ("alembic", "alembic.config", "alembic.script", "alembic.runtime.migration", "alembic.command",
+                  "alembic.autogenerate", "alembic.operations", "alembic.ddl")
 
 
 @contextmanager
@@ -50,6 +54,13 @@ def _quiet() -> Iterator[None]:
             _quiet_depth -= 1
             if _quiet_depth == 0 and logger.level == _QUIET_LEVEL:
                 logger.setLevel(_quiet_saved)
+
+
+def load_alembic() -> None:
+    """Import ``ALEMBIC`` now, quietly, under the fork guard (``shadow._lazy``): a background thread that will
+    migrate calls this first, so that nothing is left to import while the application may fork."""
+    with _quiet():
+        preload.load(*ALEMBIC)
 
 
 def migrations_dir() -> Path:

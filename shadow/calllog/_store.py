@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from sqlalchemy import JSON, Connection, DateTime, Engine, Table, exc
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import make_url
 
+from shadow import _lazy as preload
 from shadow._clock import utc
-from shadow.calllog import _db as db
-from shadow.calllog import _migrate as migrate
 from shadow.calllog import _plain as plain
+from shadow.calllog import _sqlite as light
 from shadow.calllog._outage import StoreUnavailable
 from shadow.calllog._records import CallRecord, MarkRecord, Record
-from shadow.calllog._tables import calls, marks, writer_stats
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine, Table
 
 #: SQLSTATE classes and codes that say "not now", not "never": connection failures (08), a read-only
 #: transaction or database (25006, a failover), resources (53: disk full, too many connections), operator
@@ -28,7 +28,7 @@ _OUTAGE_STATES: Final = ("08", "25006", "40", "53", "55P03", "57", "58")
 
 def is_outage(error: BaseException) -> bool:
     """Whether a database error means the store cannot write right now (rather than refusing these rows)."""
-    if isinstance(error, _UNAVAILABLE):
+    if isinstance(error, _unavailable()):
         return True
     orig = getattr(error, "orig", None)
     state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
@@ -38,14 +38,13 @@ def is_outage(error: BaseException) -> bool:
     return "read-only" in text or "readonly database" in text or "database is locked" in text
 
 
-#: Errors that say "the database is not there right now", not "these rows are wrong".
-_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    exc.OperationalError,
-    exc.InterfaceError,
-    exc.DisconnectionError,
-    exc.TimeoutError,
-    OSError,
-)
+def _unavailable() -> tuple[type[BaseException], ...]:
+    """Errors that say "the database is not there right now", not "these rows are wrong" (SQLAlchemy's only once
+    it is loaded: before that no error can be one of them)."""
+    exc = sys.modules.get("sqlalchemy.exc")
+    if exc is None:
+        return (OSError,)
+    return (exc.OperationalError, exc.InterfaceError, exc.DisconnectionError, exc.TimeoutError, OSError)
 
 
 #: The last second formatted (its fields, its text): a batch's records mostly share it, and ``isoformat`` is most
@@ -78,6 +77,8 @@ class _Insert:
     """
 
     def __init__(self, table: Table, record_type: type[CallRecord] | type[MarkRecord], backend: str) -> None:
+        from sqlalchemy import JSON, DateTime
+
         fields = [f.name for f in dataclasses.fields(record_type)]
         missing = [name for name in fields if name not in table.c]
         if missing:
@@ -116,6 +117,8 @@ class _Insert:
 def _bulk_sql(table: Table, fields: list[str], json: set[str]) -> str:
     """A PostgreSQL insert of a JSON array of records: each field read with its column's type, JSON columns
     verbatim (``null`` kept as JSON ``null``, as the per-row insert stores it)."""
+    from sqlalchemy.dialects import postgresql
+
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     values = ", ".join(f"coalesce(r.{_quote(n)}, 'null'::json)" if n in json else f"r.{_quote(n)}" for n in fields)
     columns = ", ".join(f"{_quote(n)} {table.c[n].type.compile(dialect=dialect)}" for n in fields)
@@ -129,14 +132,17 @@ __all__ = ["SqlStore", "StoreUnavailable", "is_outage"]
 class SqlStore:
     """A ``Store`` for a database URL, through ``_db.engine``; the schema is ensured once, on first write.
 
+    Making one imports nothing heavy: SQLAlchemy, the driver and Alembic are loaded by the first write, in the thread
+    that writes (the writer's), through ``shadow._lazy``.
+
     ``lock_timeout`` (seconds) bounds how long a write waits for a lock held by another connection (PostgreSQL:
     ``lock_timeout``, and ``statement_timeout`` at four times it)
     before the store reports itself unavailable; the default is the engine's busy timeout (30 s).
     """
 
     def __init__(self, url: str, *, lock_timeout: float | None = None) -> None:
-        self.url = db.normalise_url(url)
-        backend = make_url(self.url).get_backend_name()
+        self.url = light.normalise_url(url)
+        backend = light.backend_of(self.url)
         if backend not in ("sqlite", "postgresql"):
             raise ValueError(
                 f"the call log supports SQLite and PostgreSQL, not {backend!r}; use for example "
@@ -145,20 +151,43 @@ class SqlStore:
         self.backend = backend
         self.lock_timeout = lock_timeout
         self._ensured = False
-        db.preload(self.url)  # here, not in the writer's threads: a fork mid-import would hang the child
-        self._calls = _Insert(calls, CallRecord, backend)
-        self._marks = _Insert(marks, MarkRecord, backend)
+        self._inserts: tuple[_Insert, _Insert] | None = None
 
     def __repr__(self) -> str:
-        return f"SqlStore({make_url(self.url).render_as_string(hide_password=True)!r})"
+        return f"SqlStore({self.display_url!r})"
 
     @property
     def display_url(self) -> str:
         """The URL with any password hidden."""
-        return make_url(self.url).render_as_string(hide_password=True)
+        return light.safe_url(self.url)
+
+    def prepare(self) -> tuple[_Insert, _Insert]:
+        """SQLAlchemy, the driver and Alembic loaded (under the fork guard), and the two inserts built, once (the
+        writer calls this before its first write; a write calls it too). No lock of its own (a fork may come at any
+        time): two threads that prepare at once build the same inserts."""
+        inserts = self._inserts
+        if inserts is None:
+            preload.load(*light.sql_modules(self.url))
+            from shadow.calllog import _migrate as migrate
+            from shadow.calllog._tables import calls, marks
+
+            migrate.load_alembic()
+            inserts = self._inserts = (_Insert(calls, CallRecord, self.backend),
+                                       _Insert(marks, MarkRecord, self.backend))
+        return inserts
 
     def _engine(self) -> Engine:
+        self.prepare()
+        from shadow.calllog import _db as db
+
         return db.engine(self.url)  # shared per URL; shadow.db drops a forked child's inherited connections
+
+    def _ensure(self) -> None:
+        if not self._ensured:
+            from shadow.calllog import _migrate as migrate
+
+            migrate.ensure(self.url)
+            self._ensured = True
 
     def write(self, records: Sequence[Record]) -> None:
         """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
@@ -173,13 +202,12 @@ class SqlStore:
                 mark_records.append(record)
             else:
                 raise TypeError(f"not a call or mark record: {type(record).__name__}")
-        statements = [insert.statement(kind) for insert, kind in ((self._calls, call_records),
-                                                                   (self._marks, mark_records)) if kind]
+        calls, marks = self.prepare()
+        statements = [insert.statement(kind) for insert, kind in ((calls, call_records), (marks, mark_records))
+                      if kind]
         try:
             engine = self._engine()
-            if not self._ensured:
-                migrate.ensure(self.url)
-                self._ensured = True
+            self._ensure()
             with engine.begin() as conn:
                 self._bound(conn)
                 for sql, parameters in statements:
@@ -190,6 +218,8 @@ class SqlStore:
             # The schema may be gone with the database (a new file, a restored server): check it again next time;
             # and pooled connections may keep what caused the outage (a read-only session after a failover).
             self._ensured = False
+            from shadow.calllog import _migrate as migrate
+
             migrate.forget(self.url)
             self._engine().dispose()
             raise StoreUnavailable(f"{self.display_url}: {type(error).__name__}: {_first_line(error)}") from error
@@ -209,15 +239,15 @@ class SqlStore:
         """Upsert one process's writer counters into ``writer_stats`` (keyed by process and host)."""
         try:
             engine = self._engine()
-            if not self._ensured:
-                migrate.ensure(self.url)
-                self._ensured = True
+            self._ensure()
             names = list(row)
             mark = "?" if self.backend == "sqlite" else "%s"
             updates = ", ".join(f"{_quote(n)} = excluded.{_quote(n)}" for n in names if n not in ("process", "host"))
+            from shadow.calllog._tables import writer_stats
+
             sql = (f"INSERT INTO {_quote(writer_stats.name)} ({', '.join(_quote(n) for n in names)}) "
                    f"VALUES ({', '.join(mark for _ in names)}) ON CONFLICT (process, host) DO UPDATE SET {updates}")
-            values = tuple(self._calls.to_time(v) if isinstance(v, dt.datetime) else v for v in row.values())
+            values = tuple(self.prepare()[0].to_time(v) if isinstance(v, dt.datetime) else v for v in row.values())
             with engine.begin() as conn:
                 self._bound(conn)
                 conn.exec_driver_sql(sql, values)

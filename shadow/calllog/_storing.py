@@ -29,6 +29,7 @@ class Storer:
         self.spool = spool
         self.fail = fail
         self.rejected = 0
+        self.prepared = False
 
     def store_batch(self, batch: list[Record], timeout: float | None) -> int | None:
         """How many records of ``batch`` were stored (the rest set aside); None when the store is away."""
@@ -43,6 +44,13 @@ class Storer:
 
     def _write(self, batch: list[Record], timeout: float | None) -> None:
         store = self.store
+        if not self.prepared:
+            # A store's ``prepare`` (``SqlStore``: SQLAlchemy and Alembic imported) runs once, in the writer's
+            # thread, before the first write: loading modules is not the database's time, so not bounded by it.
+            self.prepared = True
+            prepare = getattr(store, "prepare", None)
+            if callable(prepare):
+                prepare()
         self.calls.run(lambda: store.write(batch), timeout)
 
     def _one_by_one(self, batch: list[Record], exc: Exception, timeout: float | None) -> int | None:

@@ -73,6 +73,9 @@ class StatsPublisher:
         if row is None:
             return
         try:
+            prepare = getattr(store, "prepare", None)
+            if callable(prepare):  # modules loaded before the bounded call, as before a write (``Storer``)
+                prepare()
             run(lambda: write_stats(row), 2.0)
         except StoreUnavailable:
             self._last = None  # try again next time

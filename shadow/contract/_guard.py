@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -215,6 +214,8 @@ def run_tool(
     result = _call(tool, args, rules, idempotent)
     if not inspect.isawaitable(result):
         return result
+    import asyncio  # here: ``import shadow`` does not load asyncio for the sync tools most processes have
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import jsonschema
-
+from shadow import _lazy as preload
 from shadow._redact import dumps
 from shadow.contract._codes import CODE_TABLE, NextAction
 from shadow.contract._payloads import DEFAULT_CONTEXT_CAP, MAX_MESSAGE_CHARS, MAX_SENTENCES, count_sentences
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_ID: Final = "https://shadow.dev/schema/tool-result.schema.json"
 SCHEMA_FILE: Final = "tool-result.schema.json"
@@ -91,6 +93,11 @@ def schema() -> dict[str, Any]:
 
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
+    """jsonschema's validator of the schema: jsonschema is imported here, when a payload is first checked (in the
+    writer's thread, under the fork guard of ``shadow._lazy``), not by ``import shadow``."""
+    preload.load("jsonschema")
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schema())
 
 
@@ -102,7 +109,9 @@ def validate(payload: object) -> None:
         raise PayloadError(f"ok: must be true or false, not {payload['ok']!r}")
     errors = sorted(_validator().iter_errors(payload), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
-        best = jsonschema.exceptions.best_match(errors) or errors[0]
+        from jsonschema.exceptions import best_match
+
+        best = best_match(errors) or errors[0]
         raise PayloadError(f"{_where(best)}: {_explain(best)}")
     _check_rules(payload)
 

@@ -10,6 +10,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shadow import _lazy as preload
 from shadow._config import settings, sqlite_path
 from shadow._logs import get_logger
 from shadow.calllog import _sqlite as db
@@ -100,8 +101,6 @@ class DbFlags(FlagWrites):
         self._ready = False
         self._loaded = threading.Event()
         _instances.add(self)
-        if sqlite_path(self.url) is None:
-            db.preload(self.url)  # here, not in the refresh thread: a fork mid-import would hang the child
 
     # -- reading (hot path)
 
@@ -262,10 +261,14 @@ class DbFlags(FlagWrites):
         return (*rows_to_states(read_sqlite(path)), True)
 
     def _read(self) -> tuple[dict[str, FlagState], bool]:
+        # SQLAlchemy, the driver and Alembic, loaded by the first read (the refresh thread's) under the fork guard
+        preload.load(*db.sql_modules(self.url))
         from sqlalchemy import select
 
+        from shadow.calllog import _migrate as migrate
         from shadow.calllog import _tables as tables
 
+        migrate.load_alembic()
         with self._engine().connect() as conn:
             rows = conn.execute(select(tables.flags.c.tool, tables.flags.c.mode, tables.flags.c.percent)).all()
         return rows_to_states([tuple(row) for row in rows])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import math
 import re
 from collections.abc import Mapping
@@ -121,6 +120,8 @@ def retry_after_ms(headers: object, *, now: dt.datetime | None = None) -> int | 
         seconds = float(raw)
     except ValueError:
         try:
+            import email.utils  # here, not on import: few responses carry an HTTP-date
+
             when = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError, IndexError):
             return None

@@ -47,16 +47,18 @@ def test_a_batch_as_one_json_document_stores_what_the_per_row_insert_stores(pg_u
     records.append(MarkRecord(id=new_id(), session_id="task-42", seq=99, ts=dt.datetime(2025, 1, 1, tzinfo=dt.UTC),
                               kind="end", process="1", host="h", epoch=7))
     bulk = SqlStore(pg_url)
-    assert bulk._calls.statement(records[:6])[0] == bulk._calls.bulk_sql
-    assert bulk._calls.statement(records[6:7])[0] == bulk._calls.sql  # an integer past 64 bits
-    assert bulk._calls.statement(records[7:8])[0] == bulk._calls.sql  # NUL
+    calls, _ = bulk.prepare()
+    assert calls.statement(records[:6])[0] == calls.bulk_sql
+    assert calls.statement(records[6:7])[0] == calls.sql  # an integer past 64 bits
+    assert calls.statement(records[7:8])[0] == calls.sql  # NUL
     bulk.write(records)
     via_json = _stored(pg_url)
     with create_engine(pg_url).begin() as conn:
         conn.exec_driver_sql("DELETE FROM calls")
         conn.exec_driver_sql("DELETE FROM marks")
     per_row = SqlStore(pg_url)
-    per_row._calls.bulk_sql = per_row._marks.bulk_sql = None
+    per_row_calls, per_row_marks = per_row.prepare()
+    per_row_calls.bulk_sql = per_row_marks.bulk_sql = None
     per_row.write(records)
     assert len(via_json) == len(records)
     assert via_json == _stored(pg_url)
