@@ -152,8 +152,9 @@ class Writer(Intake, Lifecycle):
                 self._processed = self._accepted  # counted here: what the thread does later is not
             if lost:
                 self._drop(lost, "exit_deadline")
+            counted = self._publisher.publish_from(self.store, self.stats, 2.0)  # the loss reaches writer_stats
             log.error("writer.close_timeout", queued=len(self._queue), timeout=timeout, lost=lost,
-                      dropped_total=self.stats.dropped)
+                      dropped_total=self.stats.dropped, counted=counted)
         self._raise_if_strict()
 
     @property
