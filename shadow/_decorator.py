@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from shadow._adapter import _Runner
-from shadow._names import check_name, storable_name
+from shadow._names import check_name
 from shadow._wrappers import WRAPPERS
 from shadow.calllog._pending import _DEFAULT_RULES, ToolSpec
 from shadow.contract._callables import callable_kind
@@ -91,7 +91,8 @@ def _wrap(
     if not callable(fn):
         raise TypeError(f"shadow.tool wraps a function, not {type(fn).__name__}: "
                         '@shadow.tool, @shadow.tool("name") or @shadow.tool(name="name", rules=...)')
-    tool_name = name or storable_name(str(getattr(fn, "__name__", None) or "tool"))
+    tool_name = name or check_name(str(getattr(fn, "__name__", None) or "tool"), "shadow.tool: the function's name",
+                                   '@shadow.tool(name="create_task")')
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,9 +46,50 @@ def _derive(secret: bytes) -> bytes:
     return hashlib.blake2b(secret, digest_size=32, person=_PERSON).digest()
 
 
+#: A key file holds one line (the generated one: 64 hex digits); past this size it is not a key file, and never read.
+MAX_KEY_FILE: Final = 4096
+#: A key shorter than this is guessable; ``shadow doctor`` says so (it is used all the same).
+MIN_KEY: Final = 16
+
+
+class KeyFileError(OSError):
+    """The key file exists but cannot be a key: not a regular file (``/dev/null``, ``/dev/zero``, a FIFO), too large,
+    or empty."""
+
+
+def _read_key(path: Path) -> bytes:
+    """The key file's stripped content, read up to ``MAX_KEY_FILE`` bytes; ``KeyFileError`` when it cannot be a key."""
+    mode = path.stat().st_mode  # FileNotFoundError when missing
+    if not stat.S_ISREG(mode):
+        raise KeyFileError(f"{path} is not a regular file")
+    with path.open("rb") as source:
+        data = source.read(MAX_KEY_FILE + 1)
+    if len(data) > MAX_KEY_FILE:
+        raise KeyFileError(f"{path} holds more than {MAX_KEY_FILE} bytes; a key file holds one short line")
+    if not data.strip():
+        raise KeyFileError(f"{path} is empty")
+    return data.strip()
+
+
+def key_file_problem(path: Path) -> str | None:
+    """What is wrong with an existing key file (``shadow doctor``), or None when it holds a usable key."""
+    try:
+        key = _read_key(path)
+    except KeyFileError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or type(exc).__name__})"
+    if b"\n" in key or not key.isascii() or not key.decode("ascii").isprintable() or b" " in key:
+        return (f"{path} does not look like a key file (more than one line, spaces or binary bytes); point "
+                f"{KEY_FILE_ENV} at the key file, or remove it to have one created")
+    if len(key) < MIN_KEY:
+        return f"{path} holds a key of {len(key)} characters; use at least {MIN_KEY} (the generated one has 64)"
+    return None
+
+
 def _read_or_create(path: Path) -> bytes:
     try:
-        return _derive(path.read_bytes().strip())
+        return _derive(_read_key(path))
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +97,7 @@ def _read_or_create(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another process created it first: use theirs
-        return _derive(path.read_bytes().strip())
+        return _derive(_read_key(path))
     with os.fdopen(fd, "wb") as out:
         out.write(fresh + b"\n")
     log.warning("fingerprint_key_created", path=str(path),
@@ -84,7 +126,8 @@ def _the_key() -> bytes:
                 # No readable or writable key file: a key for this process only (fingerprints of other processes
                 # will not compare), never an unkeyed hash.
                 log.warning("fingerprint_key_unavailable", path=str(key_file()), error_type=type(exc).__name__,
-                            hint=f"set {KEY_ENV} or make {KEY_FILE_ENV} writable")
+                            problem=str(exc) if isinstance(exc, KeyFileError) else None,
+                            hint=f"set {KEY_ENV} or make {KEY_FILE_ENV} writable; shadow doctor checks it")
                 _key = _derive(secrets.token_bytes(32))
         return _key
 

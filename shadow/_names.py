@@ -12,13 +12,14 @@ def name_problem(value: object, limit: int = MAX_NAME) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return "must be a non-empty string"
     if len(value) > limit:
-        return f"has {len(value)} characters; at most {limit} fit"
+        return f"has {len(value)} characters; at most {limit} fit (it is never cut: from position {limit + 1} on " \
+               "it would be lost)"
     if "\x00" in value:
-        return "contains a NUL character, which PostgreSQL cannot store"
+        return f"contains a NUL character at position {value.index(chr(0)) + 1}, which PostgreSQL cannot store"
     try:
         value.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a lone surrogate (not valid Unicode text)"
+    except UnicodeEncodeError as exc:
+        return f"contains a lone surrogate at position {exc.start + 1} (not valid Unicode text)"
     return None
 
 

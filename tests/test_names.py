@@ -43,3 +43,21 @@ def test_names_that_fit_are_accepted_unchanged() -> None:
     assert search.__shadow_tool__ == "s" * 200
     with shadow.session("é-" * 100) as sid:
         assert sid == "é-" * 100
+
+
+POSITIONS = {"100,000 characters": ("t" * 100_000, "has 100000 characters; at most 200 fit .*position 201"),
+             "NUL": ("sea\x00rch", "NUL character at position 4"),
+             "lone surrogate": ("se\ud800arch", "lone surrogate at position 3")}
+
+
+@pytest.mark.parametrize(("value", "says"), POSITIONS.values(), ids=POSITIONS.keys())
+def test_a_tool_name_is_refused_with_its_position_given_or_derived_never_cut(value: str, says: str) -> None:
+    with pytest.raises(ValueError, match=f"the tool name .*{says}"):
+        shadow.tool(name=value)
+
+    def search(q: str) -> str:
+        return q
+
+    search.__name__ = value
+    with pytest.raises(ValueError, match=f"the function's name .*{says}.*@shadow.tool\\(name="):
+        shadow.tool(search)

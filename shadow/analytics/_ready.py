@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -134,6 +135,21 @@ def _engine(url: str) -> Engine:
     return engine
 
 
+#: The largest inventory file ``shadow ready --inventory`` reads (one of a large tool layer is a few MiB).
+MAX_INVENTORY_BYTES: Final = 64 * 1024 * 1024
+
+
+def _read_bounded(path: Path) -> bytes:
+    """An inventory file's bytes; ``ValueError`` for a device, a FIFO or a file over ``MAX_INVENTORY_BYTES``."""
+    if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO would block the open itself
+        raise ValueError("not a regular file")
+    with path.open("rb") as source:
+        data = source.read(MAX_INVENTORY_BYTES + 1)
+    if len(data) > MAX_INVENTORY_BYTES:
+        raise ValueError(f"over {MAX_INVENTORY_BYTES} bytes")
+    return data
+
+
 def load_proposed(source: InventorySource, tool: str) -> tuple[str, ...]:
     """The codes an inventory (a ``shadow inventory --format json`` file or its data) proposes for ``tool``."""
     if isinstance(source, Mapping):
@@ -141,7 +157,7 @@ def load_proposed(source: InventorySource, tool: str) -> tuple[str, ...]:
     else:
         path = Path(source)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(_read_bounded(path))
         except FileNotFoundError:
             raise ValueError(f"inventory file {path} does not exist; write one with "
                              f"`shadow inventory SRC --format json > {path.name}`") from None

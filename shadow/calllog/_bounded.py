@@ -48,8 +48,8 @@ class BoundedStore:
             self._thread.start()
         job = _Job(call)
         self._jobs.put(job)
-        limit = self.timeout if timeout is None else min(timeout, self.timeout)
-        if not job.done.wait(max(0.0, limit)):
+        limit = max(0.0, self.timeout if timeout is None else min(timeout, self.timeout))  # past a deadline: 0
+        if not job.done.wait(limit):
             self._late = job
             raise StoreUnavailable(f"the store did not answer within {limit:g} s")
         if job.error is not None:

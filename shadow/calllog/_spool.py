@@ -37,6 +37,8 @@ except ImportError:  # Windows: no advisory locks; a spool is only replayed by t
 log = get_logger("shadow.writer")
 
 _FORMAT: Final = 1
+#: The longest spool line replayed: a record is capped far below (``max_payload_bytes``); a longer line is damage.
+MAX_LINE: Final = 16 * 1024 * 1024
 _PID_NAME = re.compile(r"^(?P<prefix>.+)\.(?P<pid>\d+)\.spool$")
 
 
@@ -48,7 +50,7 @@ def _read_tag(path: Path) -> str | None:
     """The store tag in a spool file's header, or None when the file has no readable header."""
     try:
         with path.open("rb") as fh:
-            first = fh.readline()
+            first = fh.readline(4096)  # a header is short; a file that is not a spool is not read whole
         head = json.loads(first)
     except (OSError, ValueError):
         return None
@@ -85,8 +87,13 @@ class SpoolFile:
         """
         batch: list[Record] = []
         with self.path.open("rb") as fh:
-            fh.readline()  # the header
-            for line in fh:
+            fh.readline(MAX_LINE)  # the header
+            while line := fh.readline(MAX_LINE + 1):  # never a whole damaged file as one line in memory
+                if len(line) > MAX_LINE:
+                    self._bad(line[:4096], f"a line over {MAX_LINE} bytes (its first 4096 kept)")
+                    while (rest := fh.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                        pass  # the rest of that line, read past in bounded pieces
+                    continue
                 if not line.endswith(b"\n"):
                     self._bad(line, "a last line cut short")
                     break

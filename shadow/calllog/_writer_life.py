@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from shadow._redact import scrub_text
@@ -15,6 +16,7 @@ class Lifecycle:
     build_timeout: float
     _gen_lock: threading.Lock
     _building_since: float | None
+    _processed: int
     _generation: int
     _failed_builds: int
     _taking_popped: int
@@ -25,6 +27,18 @@ class Lifecycle:
     _count: Callable[..., None]
     _done_one: Callable[..., None]
     _start: Callable[[], threading.Thread]
+
+    def _wait_for_exit(self, deadline: float, grace: float, most: float) -> None:
+        """Join the thread until ``grace`` seconds past ``deadline``, and ``grace`` more each time it processed records
+        meanwhile (it is still spooling), but no later than ``most`` seconds past ``deadline``."""
+        end, cap, seen = deadline + grace, deadline + most, self._processed
+        while (thread := self._thread).is_alive() and thread is not threading.current_thread():
+            thread.join(max(0.0, min(end, cap) - time.monotonic()))
+            now = time.monotonic()
+            if now >= min(end, cap):
+                if self._processed == seen or now >= cap:
+                    return
+                end, seen = now + grace, self._processed
 
     def _died(self, exc: BaseException) -> None:
         """The writer thread ends unexpectedly: count it; the next ``submit`` starts another (``_revive``)."""

@@ -5,12 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from shadow import _clock as clock
+from shadow._logs import get_logger
+
+log = get_logger("shadow.writer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +85,28 @@ class StatsPublisher:
             self._last = None  # try again next time
         except Exception as exc:
             fail("writer.stats_failed", exc)
+
+    def publish_from(self, store: object, stats: WriterStats, timeout: float) -> bool:
+        """Upsert ``stats`` from the calling thread's side (a helper thread, joined for at most ``timeout``): at exit,
+        when the writer thread is still busy past the deadline, so its losses still reach the ``writer_stats`` table.
+        True when the row was stored."""
+        write_stats = getattr(store, "write_stats", None)
+        if write_stats is None:
+            return False
+        row = self.row(stats)
+        if row is None:
+            return True
+        done = threading.Event()
+
+        def upsert() -> None:
+            try:
+                write_stats(row)
+                done.set()
+            except Exception as exc:  # the store is away or busy: the loss is in the log line only
+                log.warning("writer.stats_failed", error_type=type(exc).__name__, error=str(exc)[:200])
+
+        helper = threading.Thread(target=upsert, name="shadow-writer-stats", daemon=True)
+        helper.start()
+        helper.join(timeout)
+        return done.is_set()
+

@@ -36,8 +36,9 @@ log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
 _RECORDS = (CallRecord, MarkRecord)
-#: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time.
-EXIT_GRACE = 3.0
+#: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time; again
+#: each time it made progress (a loaded machine builds records slowly), up to ``EXIT_GRACE_MAX`` in all.
+EXIT_GRACE, EXIT_GRACE_MAX = 3.0, 30.0
 
 
 class Writer(Intake, Lifecycle):
@@ -141,19 +142,16 @@ class Writer(Intake, Lifecycle):
         self._stopping = True
         self._outage.probe_now()
         self._wake.set()
-        end = self._deadline + EXIT_GRACE  # past the deadline the writer spools the rest: a fast append
-        while (thread := self._thread).is_alive() and thread is not threading.current_thread():
-            thread.join(max(0.0, end - time.monotonic()))
-            if time.monotonic() >= end:
-                break
+        self._wait_for_exit(self._deadline, EXIT_GRACE, EXIT_GRACE_MAX)  # past the deadline: spooled (builds first)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             with self._done:
                 lost = self._accepted - self._processed
                 self._processed = self._accepted  # counted here: what the thread does later is not
             if lost:
                 self._drop(lost, "exit_deadline")
+            counted = self._publisher.publish_from(self.store, self.stats, 2.0)  # the loss reaches writer_stats
             log.error("writer.close_timeout", queued=len(self._queue), timeout=timeout, lost=lost,
-                      dropped_total=self.stats.dropped)
+                      dropped_total=self.stats.dropped, counted=counted)
         self._raise_if_strict()
 
     @property

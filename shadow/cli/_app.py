@@ -94,6 +94,25 @@ def main() -> None:
     except UsageError as exc:
         typer.echo(f"shadow: {exc}", err=True)
         sys.exit(int(ExitCode.USAGE))
+    except Exception as exc:
+        reason = _database_error(exc)
+        if reason is None:
+            raise
+        typer.echo(f"shadow: the database could not be used ({reason}); check --db-url or SHADOW_DB_URL and "
+                   "that a SQLite file is an intact database", err=True)
+        sys.exit(int(ExitCode.UNAVAILABLE))
+
+
+def _database_error(exc: BaseException) -> str | None:
+    """A database driver's error as one line (a damaged SQLite file, a server gone), or None for any other error."""
+    import sqlite3
+
+    from sqlalchemy import exc as sa
+
+    if not isinstance(exc, sa.DBAPIError | sqlite3.DatabaseError):
+        return None
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else 'no detail'}"
 
 
 #: What each extra brings that a command may need (import names).

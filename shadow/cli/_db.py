@@ -48,8 +48,12 @@ def upgrade(
         after = migrate.current(full)
     except (exc.OperationalError, exc.InterfaceError, OSError) as error:
         store_unreachable(full, error)
+    except exc.DatabaseError as error:  # a damaged SQLite file: "file is not a database", "malformed"
+        store_unreachable(full, error)
     except exc.SQLAlchemyError as error:
-        fail(f"the upgrade of {shown} failed: {type(error).__name__}: {error}", ExitCode.FAILED)
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()
+        fail(f"the upgrade of {shown} failed: {type(error).__name__}: {reason[0] if reason else ''}",
+             ExitCode.FAILED)
     except (CommandError, RevisionError) as error:
         fail(f"{error}; use --revision head or a revision from the migrations", ExitCode.USAGE)
     if fmt is Format.json:
@@ -70,7 +74,7 @@ def current(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_ali
     path = sqlite_path(full)
     try:
         found = None if path is not None and not path.exists() else migrate.current(full)  # reading creates nothing
-    except (exc.OperationalError, exc.InterfaceError, OSError) as error:
+    except (exc.DatabaseError, exc.InterfaceError, OSError) as error:  # DatabaseError: a damaged SQLite file
         store_unreachable(full, error)
     head = migrate.head()
     if fmt is Format.json:

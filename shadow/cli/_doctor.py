@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,6 +14,7 @@ import typer
 from shadow import _config as config
 from shadow import _fingerprint as fp
 from shadow import _logs as logs
+from shadow.calllog._spool import default_fallback
 from shadow.cli._app import ExitCode, app
 from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_url
 from shadow.flags import _db as flags
@@ -45,13 +48,47 @@ def _key_check() -> Check:
         return Check("fingerprint key", True, f"from {fp.KEY_ENV}")
     path = fp.key_file()
     if path.exists():
-        readable = os.access(path, os.R_OK)
-        return Check("fingerprint key", readable, f"{path}" + ("" if readable else " is not readable"))
+        problem = fp.key_file_problem(path)
+        return Check("fingerprint key", problem is None, problem or f"{path}")
     parent = next((p for p in path.parents if p.exists()), None)
     if parent is not None and os.access(parent, os.W_OK):
         return Check("fingerprint key", True, f"{path} will be created on first use; give every process of a fleet "
                                               f"the same file or {fp.KEY_ENV}")
     return Check("fingerprint key", False, f"{path} cannot be created; set {fp.KEY_ENV} or {fp.KEY_FILE_ENV}")
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be a file shadow writes (an existing directory, device, FIFO), or None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing: created on first use
+    if stat.S_ISREG(mode):
+        return None
+    return "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+
+
+def _path_checks(settings: config.Settings) -> list[Check]:
+    """The spool and the warehouse: each must name a file, in a directory that exists or can be created."""
+    checks = []
+    spool = Path(settings.spool_path) if settings.spool_path else None
+    if spool is not None:
+        what = _not_a_file(spool)
+        parent = next((p for p in spool.parents if p.exists()), None)
+        if what is not None:
+            example = spool / "shadow.spool" if what == "a directory" else "a path such as ./shadow.spool"
+            checks.append(Check("spool", False, f"SHADOW_SPOOL={spool} is {what}; name a file, for example {example}"))
+        elif parent is None or not parent.is_dir() or not os.access(parent, os.W_OK):
+            checks.append(Check("spool", False, f"{spool.parent} cannot be written: spooled records go to "
+                                                f"{default_fallback()} instead; make it writable or set SHADOW_SPOOL"))
+        else:
+            checks.append(Check("spool", True, f"{spool}"))
+    warehouse = settings.warehouse_path()
+    what = _not_a_file(warehouse)
+    if what is not None:
+        checks.append(Check("warehouse", False, f"{warehouse} is {what}; name a DuckDB file with --warehouse or "
+                                                "SHADOW_WAREHOUSE"))
+    return checks
 
 
 def _database_check(url: str) -> Check:
@@ -87,7 +124,7 @@ def doctor(
     Example: SHADOW_FLAG_TTL=5s shadow doctor
     Example: shadow doctor --db-url postgresql+psycopg://agent@db:5432/shadow --format json
     """
-    checks = [*_settings_checks(), _key_check()]
+    checks = [*_settings_checks(), _key_check(), *_path_checks(config.settings())]
     if not offline:
         url = store_url(db_url, db_alias) if db_url or db_alias else config.settings().db_url
         checks.append(_database_check(url))

@@ -184,6 +184,9 @@ def import_command(
     rules: RulesOption = None,
     db_url: DbUrlOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
+    max_file_mb: Annotated[int, typer.Option(
+        "--max-file-mb", min=1, help="The most one file may hold, in MiB; a bigger file (or an endless one) is "
+                                     "refused once that much is read, never read whole.")] = 256,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", metavar=FORMAT_METAVAR, show_default=False,
         help=f"{FORMAT_HELP} or json.  [default: table]")] = None,
@@ -208,7 +211,7 @@ def import_command(
     if missing:
         fail(f"no such file: {', '.join(missing)}; check the paths")
     options = ImportOptions(source.value, Variant(variant.value), messages_key or None, id_key or None,
-                            _rules_or_fail(rules), result_key or None)
+                            _rules_or_fail(rules), result_key or None, max_file_mb * 1024 * 1024)
     try:
         reads = read_files(files, options)
         total = sum(len(read.parsed.conversations) for read in reads)

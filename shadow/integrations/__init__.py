@@ -4,8 +4,8 @@
 ``langchain_tool`` LangChain's ``@tool``, ``openai_agents_tool`` the Agents SDK's ``@function_tool`` and
 ``pydantic_ai_tool(agent)`` PydanticAI's ``@agent.tool``/``@agent.tool_plain``. ``instrument_mcp(server)`` lets
 plain ``@shadow.tool`` functions on an ``MCPServer`` see its MCP sessions. A whole tool layer in one line:
-``ShadowTransform`` (FastMCP), ``shadow_tools(tools)`` (LangChain/LangGraph), ``ShadowToolset``/``ShadowTools``
-(PydanticAI), ``shadow_agent(agent)`` (the Agents SDK).
+``ShadowTransform`` (FastMCP), ``shadow_server(server)`` (MCPServer), ``shadow_tools(tools)`` (LangChain/LangGraph),
+``ShadowToolset``/``ShadowTools`` (PydanticAI), ``shadow_agent(agent)`` (the Agents SDK).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from shadow.integrations._langchain import langchain_tool
     from shadow.integrations._langchain_layer import shadow_tools
     from shadow.integrations._mcp import instrument_mcp, mcp_tool
+    from shadow.integrations._mcp_layer import shadow_server
     from shadow.integrations._openai_agents import openai_agents_tool
     from shadow.integrations._openai_agents_layer import shadow_agent
     from shadow.integrations._pydantic_ai import pydantic_ai_tool
@@ -36,6 +37,7 @@ _HOMES = {
     "openai_agents_tool": "shadow.integrations._openai_agents",
     "pydantic_ai_tool": "shadow.integrations._pydantic_ai",
     "shadow_agent": "shadow.integrations._openai_agents_layer",
+    "shadow_server": "shadow.integrations._mcp_layer",
     "shadow_tools": "shadow.integrations._langchain_layer",
 }
 
@@ -50,6 +52,7 @@ __all__ = [
     "openai_agents_tool",
     "pydantic_ai_tool",
     "shadow_agent",
+    "shadow_server",
     "shadow_tools",
 ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,10 @@ SOURCE: Final = "import"
 #: order), so the report can say that ``--since``, per-day rows and savings do not say when they happened.
 SYNTHETIC_TIME_SOURCE: Final = "import-synthetic-time"
 BATCH: Final = 500
+#: The most one transcript file may hold (``shadow import --max-file-mb``): a bigger file, or an endless one such
+#: as ``/dev/zero``, is refused once that much is read, never read whole into memory.
+MAX_FILE_BYTES: Final = 256 * 1024 * 1024
+_CHUNK: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,7 @@ class ImportOptions:
     id_key: str | None = None
     rules: Rules | None = None
     result_key: str | None = None
+    max_file_bytes: int = MAX_FILE_BYTES
 
     def effective_rules(self) -> Rules:
         """Your rules first, then the MCP error texts, then the built-in rules (the adapter's)."""
@@ -117,7 +123,7 @@ def read_file(path: str | Path, options: ImportOptions) -> ReadFile:
     """Parse one file; ``FormatError`` when the whole file is unreadable in ``options.fmt``."""
     where = Path(path)
     try:
-        raw = where.read_bytes()
+        raw = _read_bounded(where, options.max_file_bytes)
     except FileNotFoundError:
         raise FormatError(f"{where}: no such file; check the path") from None
     except IsADirectoryError:
@@ -136,6 +142,25 @@ def read_file(path: str | Path, options: ImportOptions) -> ReadFile:
                             result_key=options.result_key)
     mtime = dt.datetime.fromtimestamp(where.stat().st_mtime, dt.UTC)
     return ReadFile(where, hashlib.sha256(raw).hexdigest(), mtime, parsed)
+
+
+def _read_bounded(where: Path, limit: int) -> bytes:
+    """The file's bytes, read in chunks; ``FormatError`` as soon as more than ``limit`` bytes are there."""
+    shown = f"{limit / (1024 * 1024):g} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
+    too_big = FormatError(f"{where} holds more than {shown}, the most shadow import reads from one file; split it "
+                          "(for example: split -l 100000 FILE part-) or raise --max-file-mb")
+    with where.open("rb") as source:
+        size = os.fstat(source.fileno()).st_size
+        if size > limit:
+            raise too_big
+        chunks: list[bytes] = []
+        kept = 0
+        while chunk := source.read(min(_CHUNK, limit + 1 - kept)):
+            chunks.append(chunk)
+            kept += len(chunk)
+            if kept > limit:
+                raise too_big
+    return b"".join(chunks)
 
 
 def record_id(session_id: str, seq: int, kind: str) -> str:

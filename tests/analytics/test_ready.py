@@ -300,3 +300,17 @@ def test_readiness_of_a_store_built_through_the_adapter_with_inventory_rules(
     assert [c.name for c in blocked.checks if not c.passed] == ["unmapped_share"]
     assert blocked.proposed == ()  # both of risky's sites are unplaced: nothing to propose
     assert blocked.leak_count == 0
+
+
+def test_an_inventory_file_is_read_within_a_bound_never_a_device_or_a_huge_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.analytics import _ready
+
+    if Path("/dev/zero").exists():
+        with pytest.raises(ValueError, match="inventory file /dev/zero is not readable JSON.*not a regular file"):
+            load_proposed("/dev/zero", "lookup")
+    monkeypatch.setattr(_ready, "MAX_INVENTORY_BYTES", 1024)
+    big = tmp_path / "inventory.json"
+    big.write_text(json.dumps({"sites": [{"tool": "lookup", "code": "not_found"}] * 100}), encoding="utf-8")
+    with pytest.raises(ValueError, match="over 1024 bytes"):
+        load_proposed(big, "lookup")

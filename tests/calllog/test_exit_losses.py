@@ -123,3 +123,88 @@ def test_records_the_store_cannot_take_by_the_exit_deadline_are_spooled_not_lost
         for line in path.read_bytes().splitlines()[1:]:
             ids.add(json.loads(line)["r"]["id"])
     assert len(ids) == 13000, done.stderr[-2000:]
+
+
+SLOW_BUILDS = textwrap.dedent(
+    """
+    import sys, time
+    import shadow
+    from shadow.calllog import _writer_thread
+    from shadow.calllog._writer import get_writer
+
+    _writer_thread.EXIT_GRACE = 0.2  # a short grace: records whose build is slow are still in flight at the end
+
+    class Slow(dict):  # a value whose record takes its time to build (as on a busy machine)
+        def items(self):
+            time.sleep(0.25)
+            return super().items()
+
+    @shadow.tool
+    def work(i: int, value: object) -> dict:
+        return {"i": i}
+
+    shadow.flags.wait()
+    for i in range(40):
+        work(i, Slow(a=1))
+    get_writer().close(timeout=0.3)  # what atexit does, with a deadline shorter than the queued builds
+    """
+)
+
+
+def test_what_misses_the_exit_grace_is_counted_in_the_writer_stats_table(tmp_path: Path) -> None:
+    db = tmp_path / "shadow.db"
+    done = subprocess.run([sys.executable, "-c", SLOW_BUILDS], env=_env(tmp_path, db), capture_output=True,
+                          text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "writer.close_timeout" in done.stderr and "counted=True" in done.stderr, done.stderr[-2000:]
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT submitted, written, spooled, dropped FROM writer_stats").fetchone()
+    submitted, written, spooled, dropped = row
+    assert submitted == 40 and dropped > 0  # the loss is in the table, not only in a log line
+    assert written + spooled + dropped == 40
+
+
+SPOOLING_SLOWLY = textwrap.dedent(
+    """
+    import json, sys, time
+    import shadow
+    from shadow.calllog import _writer_thread
+    from shadow.calllog._spool import Spool
+    from shadow.calllog._writer import set_writer
+    from shadow.calllog._writer_thread import Writer
+
+    _writer_thread.EXIT_GRACE = 1.0
+
+    class Away:  # the store is down: everything goes to the spool, after its build
+        def write(self, records):
+            raise ConnectionError("down")
+
+    class Slow(dict):  # each record takes a while to build (a loaded machine): the spooling outlasts one grace
+        def items(self):
+            time.sleep(0.03)
+            return super().items()
+
+    writer = Writer(Away(), queue_size=1000, batch_size=2, flush_interval=0.05,
+                    spool=Spool(sys.argv[1], max_bytes=1 << 30, tag="slow"))
+    set_writer(writer)
+
+    @shadow.tool
+    def work(i: int, value: object) -> dict:
+        return {"i": i}
+
+    for i in range(40):
+        work(i, Slow(a=1))
+    writer.close(timeout=0.3)
+    print(json.dumps({"spooled": writer.stats.spooled, "dropped": writer.stats.dropped}))
+    """
+)
+
+
+def test_exit_waits_while_the_writer_is_still_spooling_so_nothing_is_lost(tmp_path: Path) -> None:
+    spool = tmp_path / "slow.spool"
+    done = subprocess.run([sys.executable, "-c", SPOOLING_SLOWLY, str(spool)], env=_env(tmp_path, tmp_path / "x.db"),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"spooled": 40, "dropped": 0}, done.stderr[-2000:]
+    lines = sum(len(path.read_bytes().splitlines()) - 1 for path in tmp_path.glob("slow.*.spool"))
+    assert lines == 40

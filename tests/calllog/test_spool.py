@@ -211,3 +211,32 @@ def test_the_active_file_carries_this_process_id(tmp_path: Path, name: str) -> N
     spool = Spool(tmp_path / name, max_bytes=10**6)
     assert spool.path.name.endswith(f".{os.getpid()}.spool")
     spool.close()
+
+
+def test_an_overlong_line_is_kept_apart_in_bounded_pieces_and_the_lines_after_it_replayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadow.calllog import _spool
+
+    monkeypatch.setattr(_spool, "MAX_LINE", 4096)
+    proc, orphan = _spool_in_child(tmp_path / "shadow.spool", "t", new_id(), stay=False)
+    proc.wait(timeout=30)
+    with orphan.open("ab") as fh:
+        fh.write(b"x" * 50_000 + b"\n")  # damage far longer than any record
+        fh.write(encode(call(9)))
+    reads: list[int] = []
+    real = _spool.Path.open
+
+    def watched(self: Path, *args: Any, **kwargs: Any) -> Any:
+        handle = real(self, *args, **kwargs)
+        if self == orphan:
+            line = handle.readline
+            handle.readline = lambda limit=-1: (reads.append(limit), line(limit))[1]
+        return handle
+
+    monkeypatch.setattr(_spool.Path, "open", watched)
+    (held,) = Spool(tmp_path / "shadow.spool", max_bytes=10**6, tag="t").claim_orphans()
+    records = [r for b in held.batches(10) for r in b]
+    assert [type(r).__name__ for r in records] == ["MarkRecord", "CallRecord"]
+    assert held.damaged == 1
+    assert reads and all(0 < limit <= 4097 for limit in reads)  # every read bounded
+    assert b"over 4096 bytes" in held.bad_path.read_bytes()
