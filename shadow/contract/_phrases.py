@@ -235,11 +235,14 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the caller is not allowed to do this", "Access to {value} is not allowed. Ask the user for access "
        "instead of retrying."),
     # What exists already, and conflicts with the current state.
+    # Taken by someone else: the call's own work is not done, another choice is (never already_exists's stop).
+    _p(r"already (?:taken|in use|used|booked)|\bis (?:already )?taken\b|name (?:that is |which is )?(?:still |"
+       r"already )?in use|\bre-?use a name\b", Code.CONFLICT,
+       "what the call asks for is taken or in use", "{value} is taken. Choose another one or ask the user."),
     _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
-       r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b|"
+       r"registered|a member|subscribed|starred|linked|installed)|already exists?\b|"
        r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
-       r"already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
-       r"name (?:that is |which is )?(?:still |already )?in use|\bre-?use a name\b",
+       r"already (?:present|defined|created|uploaded|stored)\b",
        Code.ALREADY_EXISTS,
        "the thing the call would create exists already", "{value} exists already. Use the existing one or "
        "choose another name."),

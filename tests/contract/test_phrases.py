@@ -106,7 +106,11 @@ def test_the_built_in_rules_read_prefixed_and_status_line_texts_as_errors() -> N
     ("The connection to the server 10.1.2.3:6443 was refused", Code.UPSTREAM_UNAVAILABLE),
     ("ids must be an array of strings; string ids are not supported", Code.VALIDATION_ERROR),
     ("cannot evict pods with local data (use --force to override)", Code.FAILED_PRECONDITION),
-    ("cannot re-use a name that is still in use", Code.ALREADY_EXISTS),
+    # Taken by someone else is no "the work is done": another choice is asked for, never already_exists's stop.
+    ("cannot re-use a name that is still in use", Code.CONFLICT),
+    ("room R1 is taken", Code.CONFLICT),
+    ("seat 12A already booked", Code.CONFLICT),
+    ("user ana is already a member of the team", Code.ALREADY_EXISTS),
     ("Unexpected resource type: cronjob", Code.UNSUPPORTED_INPUT),
 ])
 def test_wording_families_read_as_their_code(text: str, code: Code) -> None:

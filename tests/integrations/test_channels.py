@@ -139,7 +139,8 @@ def test_a_tool_exception_in_cutover_is_handled_by_the_tools_own_handle_tool_err
     else:
         assert message.content.startswith("handled: ")
         assert served_error(message.content.removeprefix("handled: "))["message"] == "room R1 is taken"
-    assert [(r.variant, r.outcome, r.unmapped) for r in calls(log)] == [("structured", "error", True)]
+    # the phrase table reads a room taken as a conflict (ask_user: choose another room), in the author's words
+    assert [(r.variant, r.outcome, r.code) for r in calls(log)] == [("structured", "error", "conflict")]
 
 
 def _fetch(item_id: str) -> tuple[str, dict[str, Any]]:
