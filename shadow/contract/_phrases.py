@@ -7,29 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from shadow.contract._codes import Code
-
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]]+")
-_PATH = re.compile(r"(?<![\w.:/<>-])(?:~|\.{1,2})?/(?:[\w.@+%~-]+/?)+")
-_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.@+ -]+\\?)+")
-#: Values that vary from call to call and must never decide a code: quoted values (one token, not a JSON key or
-#: value), emails, UUIDs, dates, rates,
-#: amounts, and identifiers (letters with digits, snake_case with digits, hex). A product or company word inside
-#: one (``'acme/billing-service'``, ``BILLING42``) is masked with it.
-_VALUES = re.compile(r"""
-    (?<!:)(?<!:\ )(?:'[^'\s]{1,120}'|(?<![\w"])"[^"\s\\]{1,120}"(?!\s*:)|`[^`\s]{1,120}`
-                   |‘[^’\s]{1,120}’|“[^”\s]{1,120}”)
-  | \b[\w.+-]+@[\w-]+\.[\w.-]+\b
-  | \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b
-  | \b\d{4}-\d{2}-\d{2}(?:[T\ ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b
-  | \b\d+(?:\.\d+)?\s?/\s?(?:s|sec|second|min|minute|h|hr|hour|d|day|week|month|year)s?\b
-  | [$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF)\b
-  | \b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b
-""", re.VERBOSE)
-#: ``ERROR_CODES`` and ``snake_case_codes`` (no digits) read as words: ``channel_not_found`` is "channel not found".
-_SNAKE = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+)+\b")
-#: Phrases are read in the start of a text; an error's meaning is stated there, and a long text stays cheap.
-MAX_READ: Final = 4096
+from shadow.contract._codes import Code, NextAction, defaults
+from shadow.contract._masking import MAX_READ, mask_locations
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,25 +19,6 @@ class Phrase:
     code: Code
     reason: str
     remedy: str
-
-
-@functools.lru_cache(maxsize=512)
-def mask_locations(text: str) -> str:
-    """The start of the text (``MAX_READ`` characters) with URLs and paths replaced by ``<url>`` and ``<path>``,
-    varying values (quoted values, ids, amounts, dates, rates) by ``<value>``, and snake_case codes spelt as
-    words, so a word inside a value (a host under ``.invalid``, a repository named ``billing``) never decides."""
-    text = text[:MAX_READ]
-    text = _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
-    text = _VALUES.sub(_value, text)
-    return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), text)
-
-
-def _value(found: re.Match[str]) -> str:
-    token = found.group(0)
-    # An HTTP status or an error number written next to letters (``HTTP/1.1 404``, ``E11000``) stays readable.
-    if token.strip("'\"`‘’“”").isdigit() or token.startswith(("<", "HTTP", "http")):
-        return token
-    return "<value>"
 
 
 def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
@@ -176,6 +136,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"indent|<value>|symbol|identifier)\b|"
        r"\b(?:characters?|spaces?|symbols?|letters?|digits?|whitespace|duplicates?|nulls?|empty (?:values|strings)|"
        r"negative (?:values|numbers)) (?:are |is )?not (?:allowed|permitted|supported)\b|mutually exclusive|"
+       r"\bonly (?:\w+ ){0,2}(?:alphanumeric|alpha-numeric|letters|digits|lowercase|uppercase|ascii|numbers|hyphens|"
+       r"underscores|characters)\b[^.\n]{0,60}\b(?:are|is) (?:allowed|permitted|accepted)\b|"
        r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
        r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
        r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
@@ -235,7 +197,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the caller is not allowed to do this", "Access to {value} is not allowed. Ask the user for access "
        "instead of retrying."),
     # What exists already, and conflicts with the current state.
-    _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
+    _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|\bduplicate (?:key|entry|entries|name|value|id|record|row|column|"
+       r"item|index|title|label|email|username)s?\b|\bis a duplicate\b|\bduplicates? (?:found|detected|exists?)\b|"
+       r"unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
        r"registered|taken|in use|used|a member|subscribed|starred|linked|installed|booked)|already exists?\b|"
        r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
        r"already (?:present|defined|created|uploaded|stored)\b|\bis (?:already )?taken\b|"
@@ -251,7 +215,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
     # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
-    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported|\bnot installed\b|"
+    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|\bnot installed\b|"
+       r"\b(?:operation|method|feature|action|command|function|endpoint|capability|tool|api|request type)s? "
+       r"(?:is |are )?(?:currently )?not supported\b|\bis not supported (?:on|by|in) "
+       r"(?!(?:the |this )?(?:field|parameter|argument|value|column|key|format)s?\b)|"
+       r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
        r"install the optional|\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
@@ -314,9 +282,14 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # A business rule: the state of the order, account or resource does not allow the call.
     _p(r"insufficient (?:\w+ ){0,3}(?:balance|funds|credit|stock|inventory|seats|capacity)|"
        r"not enough (?:\w+ ){0,3}(?:balance|funds|credit|seats|stock|inventory|capacity|space|room|tickets)|"
-       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:available|free|open|bookable|eligible)\b|"
+       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:available|free|open|bookable|eligible)\b"
+       r"(?! to (?:a|an)\b)|"
        r"\bno longer (?:available|valid|active|open)|sold out|out of stock|fully booked|"
-       r"\b(?:cannot|can't|can not|could not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent)\b|"
+       r"\b(?:cannot|can't|can not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent) (?:any ?more|"
+       r"(?:while|once|after|until|unless|since) (?:it|they|the|its|their)\b)|\b(?:cannot|can't|can not) be "
+       r"(?:applied|used|redeemed|combined) (?:to|on|for|with) (?:this|that|the|your) \w+|"
+       r"\b(?:is|are) (?:currently |still |now )?in (?:\w+ ){0,2}(?:mode|state|status)\b[^.\n]{0,40}\b(?:cannot|can't|"
+       r"can not)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
        r"\bnon-\w+ \w+ cannot\b|\bhas expired\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
@@ -383,6 +356,13 @@ _WRAPPER = re.compile(
     re.IGNORECASE)
 
 
+#: The author warns that repeating the call is unsafe ("do not retry it", "retrying may start a duplicate run"):
+#: a code whose next action is to repeat the call would contradict the author, so such a text is left unplaced.
+_NO_RETRY = re.compile(
+    r"\b(?:do not|don't|never|must not|should not) (?:retry|repeat|re-?run|re-?send|re-?submit)\b|"
+    r"\bnot (?:safe|idempotent) to (?:retry|repeat)\b|\bretrying (?:may|might|could|would|will)\b", re.IGNORECASE)
+
+
 def reading(text: str) -> tuple[Phrase, str] | None:
     """The phrase ``text`` reads as (``propose``) and the words in it that matched, or ``None``."""
     phrase = propose(text)
@@ -401,6 +381,15 @@ def _first(masked: str) -> Phrase | None:
 
 @functools.lru_cache(maxsize=1024)
 def propose(text: str) -> Phrase | None:
+    """The first phrase found in ``text`` (``_propose``), or ``None`` when that phrase says "repeat the call" and
+    the author warns against repeating it."""
+    phrase = _propose(text)
+    if phrase is not None and defaults(phrase.code)[1] is NextAction.RETRY and _NO_RETRY.search(text[:MAX_READ]):
+        return None
+    return phrase
+
+
+def _propose(text: str) -> Phrase | None:
     """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``; what follows a
     wrapper's opening ("Error executing tool x: ...") is read first, the whole text when that says nothing."""
     masked = mask_locations(text)
