@@ -138,6 +138,13 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"negative (?:values|numbers)) (?:are |is )?not (?:allowed|permitted|supported)\b|mutually exclusive|"
        r"\bonly (?:\w+ ){0,2}(?:alphanumeric|alpha-numeric|letters|digits|lowercase|uppercase|ascii|numbers|hyphens|"
        r"underscores|characters)\b[^.\n]{0,60}\b(?:are|is) (?:allowed|permitted|accepted)\b|"
+       # "not allowed" said of a field, a value or a form element is about the call's form, not about access
+       r"\b(?:extra|additional|unknown|nested|empty|negative|duplicate|trailing|leading) (?:\w+ )?(?:inputs?|fields?|"
+       r"keys?|properties|parameters?|arguments?|values?|lists?|items?|offsets?|numbers?) (?:are |is )?not (?:allowed|"
+       r"permitted)\b|^\s*(?:the )?(?:field|parameter|argument|key|property|option|value|input)s?\b[^.\n]{0,40}?"
+       r"\b(?:is |are )?not (?:allowed|permitted)\b|\bnot (?:allowed|permitted) in (?:the |a |an )?(?:\w+ )?"
+       r"(?:name|title|value|field|query|path|url|string|identifier|template|key|filename)s?\b|"
+       r"\bnot allowed to (?:combine|mix)\b|"
        r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
        r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
        r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
@@ -181,8 +188,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
-    _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|not allowed|outside (?:the )?allowed|"
-       r"outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|refus(?:ed|ing) to|"
+    _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|(?<!method )not allowed|"
+       r"outside (?:the )?allowed|outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|"
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
        r"not a member of|not a public address|non-public address|private address|loopback|blocks requests to|denied to|"
        r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
