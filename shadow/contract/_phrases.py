@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Final
 
-from shadow.contract._codes import Code, NextAction, defaults
-from shadow.contract._masking import MAX_READ, mask_locations
+from shadow.contract._codes import Code
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +56,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"answer|return|load)\b[^.\n]{0,40}\b(?:in time|within)\b|took too long|no (?:response|answer|reply) (?:within|"
        r"after)\b|not (?:received|completed|finished) (?:in time|within)\b|Gateway Time-?out|(?:execution|statement|"
        r"query|running) time "
-       r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)",
+       r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)|"
+       r"\b(?:due to|because of) (?:a |the )?time-?out\b",
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
     _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI[ _]AGAIN\b|getaddrinfo|socket hang up|\bECONNABORTED\b|"
@@ -74,14 +73,16 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"error|issue|aborted|closed|failed|lost|"
        r"interrupted)|all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
        r"server disconnected|"
-       r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
+       r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|not available|down|unreachable|"
+       r"overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
        r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
        r"^\s*(?:an? )?unknown (?:server )?error\b|try again later|retry later",
        Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
     # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
-    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|excessive (?:requests|calls)|"
+    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|too many (?:concurrent|simultaneous|parallel) \w+|"
+       r"slow down|throttl|excessive (?:requests|calls)|"
        r"(?:requests|calls) (?:are |were )?too (?:frequent|fast)|too (?:frequent|fast) (?:requests|calls)|"
        r"\bretry[- ]after\b|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
@@ -94,8 +95,10 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:executions|operations|tool calls)|credits? (?:are )?(?:exhausted|used up)|"
        r"payment required|(?:plan|subscription|account|monthly|daily) limit (?:reached|exceeded|hit)|"
        r"reached (?:the )?max(?:imum)? (?:number of )?(?:steps|iterations|turns)|\b(?:step|iteration|turn) limit|"
-       r"\btoo many (?!requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
-       r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+",
+       r"\btoo many (?!open\b|opened\b|running\b|active\b|pending\b|concurrent\b|simultaneous\b|parallel\b|"
+       r"failed\b|requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
+       r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+\b"
+       r"(?! (?:open|opened|running|active|pending|in progress|at once)\b)",
        Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
        "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
     # HTTP statuses written into the text ("status code 404", "returned error: 403").
@@ -269,7 +272,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "tool's input schema describes it."),
     # The state the call needs is not there yet: a step to do first, a thing still in use, nothing open or set up.
     _p(r"\bbefore (?:you can|calling|using|running|it can)\b|"
-       r"\b(?:has|have|had) not (?:yet )?been \w+|\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
+       r"\b(?:has|have|had) not (?:yet )?been \w+|\btoo many (?:open|opened|running|active|pending) \w+|"
+       r"\btoo many \w+ (?:open|opened|running|active|pending|in progress)\b|"
+       r"\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
        r"referenced|running|pending|open|active|processing|has|have|contains?)\b|\b(?:is|are) (?:being |still )?"
        r"(?:in use|used by|referenced by|pending|processing|in progress)\b|\bno (?:\w+ ){0,3}configured\b|"
        r"\bnot (?:been )?(?:configured|set up)\b|\bno (?:active|open|current|running|selected|"
@@ -289,8 +294,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # A business rule: the state of the order, account or resource does not allow the call.
     _p(r"insufficient (?:\w+ ){0,3}(?:balance|funds|credit|stock|inventory|seats|capacity)|"
        r"not enough (?:\w+ ){0,3}(?:balance|funds|credit|seats|stock|inventory|capacity|space|room|tickets)|"
-       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:available|free|open|bookable|eligible)\b"
-       r"(?! to (?:a|an)\b)|"
+       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:free|open|bookable|eligible)\b|"
+       r"\bnot available (?:on|for|at|during|until|before|after|between)\b|"
        r"\bno longer (?:available|valid|active|open)|sold out|out of stock|fully booked|"
        r"\b(?:cannot|can't|can not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent) (?:any ?more|"
        r"(?:while|once|after|until|unless|since) (?:it|they|the|its|their)\b)|\b(?:cannot|can't|can not) be "
@@ -322,10 +327,13 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"that |this )?(?:given |provided |specified )?(?:id|name|key|title|email|identifier|criteria)\b|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
-    _p(r"(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
-       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user|"
+    # An abort or a cancellation with a stated cause ("aborted: file too large", "cancelled because ...") is read
+    # by that cause; "aborted" alone is a cancellation only when the caller or the user did it.
+    _p(r"(?:(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
+       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted by (?:the )?(?:user|client|caller)\b|"
+       r"user (?:declined|rejected|cancel+ed)|declined by the user|"
        r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
-       r"denied by (?:the )?user",
+       r"denied by (?:the )?user)(?![^.\n]{0,20}?\b(?:because|due to|since)\b|\s*:)",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
        r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
@@ -353,61 +361,3 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "an argument is missing or malformed", "The argument {value} is not valid. Correct it, for example as "
        "the tool's input schema describes it."),
 )
-
-
-#: A wrapper's opening that says only "an error happened here" ("Error executing tool x:", "Query execution
-#: failed:", "Security violation:"): the meaning is in what follows, which is read first.
-_WRAPPER = re.compile(
-    r"^\s*(?:(?:mcp )?error(?: -?\d+)?|unexpected error|an? error occurred|error occurred|database error|"
-    r"security violation|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
-    re.IGNORECASE)
-
-
-#: The author warns that repeating the call is unsafe ("do not retry it", "retrying may start a duplicate run"):
-#: a code whose next action is to repeat the call would contradict the author, so such a text is left unplaced.
-_NO_RETRY = re.compile(
-    r"\b(?:do not|don't|never|must not|should not) (?:retry|repeat|re-?run|re-?send|re-?submit)\b|"
-    r"\bnot (?:safe|idempotent) to (?:retry|repeat)\b|\bretrying (?:may|might|could|would|will)\b", re.IGNORECASE)
-
-
-def reading(text: str) -> tuple[Phrase, str] | None:
-    """The phrase ``text`` reads as (``propose``) and the words in it that matched, or ``None``."""
-    phrase = propose(text)
-    if phrase is None:
-        return None
-    found = phrase.pattern.search(mask_locations(text))
-    return phrase, found.group(0).strip() if found is not None else ""
-
-
-def _first(masked: str) -> Phrase | None:
-    for phrase in PHRASES:
-        if phrase.pattern.search(masked):
-            return phrase
-    return None
-
-
-@functools.lru_cache(maxsize=1024)
-def propose(text: str) -> Phrase | None:
-    """The first phrase found in ``text`` (``_propose``), or ``None`` when that phrase says "repeat the call" and
-    the author warns against repeating it."""
-    phrase = _propose(text)
-    if phrase is not None and defaults(phrase.code)[1] is NextAction.RETRY and _NO_RETRY.search(text[:MAX_READ]):
-        return None
-    return phrase
-
-
-def _propose(text: str) -> Phrase | None:
-    """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``; what follows a
-    wrapper's opening ("Error executing tool x: ...") is read first, the whole text when that says nothing."""
-    masked = mask_locations(text)
-    inner = masked
-    for _ in range(3):
-        stripped = _WRAPPER.sub("", inner, count=1)
-        if stripped == inner:
-            break
-        inner = stripped
-    if inner != masked and inner.strip():
-        found = _first(inner)
-        if found is not None:
-            return found
-    return _first(masked)
