@@ -180,7 +180,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
        r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
-       r"\bunexpected (?:\w+ )?(?:type|kind)\b|"
+       r"(?<!returned an )\bunexpected (?!response|result|return|reply)(?:\w+ )?(?:type|kind)\b"
+       r"(?! (?:from|returned|in (?:the )?(?:response|reply|result)))|"
        r"\b(?:requires|expects|needs|accepts|takes|operates on|works (?:only )?(?:on|with)) (?:a |an )?(?:\w+ ){0,3}"
        r"\w+, not (?:a |an )?\w+|wrong kind of\b|"
        r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
@@ -194,7 +195,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|(?<!method )not allowed|"
        r"outside (?:the )?allowed|outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|"
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
-       r"not a member of|not a public address|non-public address|private address|loopback|blocks requests to|denied to|"
+       r"not a member of|not a public address|non-public address|private address|loopback (?:address|host|ip)|"
+       r"blocks requests to|denied to|"
        r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
@@ -354,7 +356,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).
-    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing|malformed|bad request|\bexpected\b|"
+    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing(?! (?:\w+ )?(?:in|from) (?:the )?(?:\w+ )?"
+       r"(?:response|reply))|malformed|bad request|\bexpected\b(?! (?:a |an )?(?:response|reply|result|answer) from)|"
        r"unprocessable|\bincorrect\b|validation failed|failed validation|\b(?:ValueError|TypeError|"
        r"ValidationError)\b|syntax error|"
        r"cannot start with|validation error|not a valid|out of range|unrecognized|^\s*unknown\b", _V,

@@ -49,6 +49,12 @@ def _served(text: str) -> str:
     # "not available" alone says nothing of state; a service not available is unavailable
     ("The page is not available in your region", "failed_precondition", UNPLACED),
     ("Service not available", "failed_precondition", "upstream_unavailable"),
+    # an unexpected type, a missing or an expected part of what a service returned is no input of the caller's
+    ("Unexpected response type from server", "unsupported_input", UNPLACED),
+    ("Expected a response from the server but got none", "validation_error", UNPLACED),
+    ("Missing data in upstream response", "validation_error", UNPLACED),
+    # "loopback" alone is no address the tool refused
+    ("Loopback interface is down", "permission_denied", UNPLACED),
 ])
 def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None:
     assert was != served
@@ -69,6 +75,10 @@ def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None
     ("Request was cancelled by the user", "cancelled"),
     ("Too many projects for this plan", "quota_exceeded"),
     ("Flight HAT039 not available on date 2024-05-22", "failed_precondition"),
+    ("Unexpected resource type: blob", "unsupported_input"),
+    ("Expected an integer", "validation_error"),
+    ("Missing field 'id'", "validation_error"),
+    ("Refusing to fetch loopback host 'localhost'", "permission_denied"),
 ])
 def test_the_reading_a_family_was_written_for_stays(text: str, served: str) -> None:
     assert _served(text) == served
