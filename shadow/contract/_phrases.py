@@ -2,34 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Final
 
 from shadow.contract._codes import Code
-
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]]+")
-_PATH = re.compile(r"(?<![\w.:/<>-])(?:~|\.{1,2})?/(?:[\w.@+%~-]+/?)+")
-_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.@+ -]+\\?)+")
-#: Values that vary from call to call and must never decide a code: quoted values (one token, not a JSON key or
-#: value), emails, UUIDs, dates, rates,
-#: amounts, and identifiers (letters with digits, snake_case with digits, hex). A product or company word inside
-#: one (``'acme/billing-service'``, ``BILLING42``) is masked with it.
-_VALUES = re.compile(r"""
-    (?<!:)(?<!:\ )(?:'[^'\s]{1,120}'|(?<![\w"])"[^"\s\\]{1,120}"(?!\s*:)|`[^`\s]{1,120}`
-                   |‘[^’\s]{1,120}’|“[^”\s]{1,120}”)
-  | \b[\w.+-]+@[\w-]+\.[\w.-]+\b
-  | \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b
-  | \b\d{4}-\d{2}-\d{2}(?:[T\ ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b
-  | \b\d+(?:\.\d+)?\s?/\s?(?:s|sec|second|min|minute|h|hr|hour|d|day|week|month|year)s?\b
-  | [$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF)\b
-  | \b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b
-""", re.VERBOSE)
-#: ``ERROR_CODES`` and ``snake_case_codes`` (no digits) read as words: ``channel_not_found`` is "channel not found".
-_SNAKE = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+)+\b")
-#: Phrases are read in the start of a text; an error's meaning is stated there, and a long text stays cheap.
-MAX_READ: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,25 +17,6 @@ class Phrase:
     code: Code
     reason: str
     remedy: str
-
-
-@functools.lru_cache(maxsize=512)
-def mask_locations(text: str) -> str:
-    """The start of the text (``MAX_READ`` characters) with URLs and paths replaced by ``<url>`` and ``<path>``,
-    varying values (quoted values, ids, amounts, dates, rates) by ``<value>``, and snake_case codes spelt as
-    words, so a word inside a value (a host under ``.invalid``, a repository named ``billing``) never decides."""
-    text = text[:MAX_READ]
-    text = _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
-    text = _VALUES.sub(_value, text)
-    return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), text)
-
-
-def _value(found: re.Match[str]) -> str:
-    token = found.group(0)
-    # An HTTP status or an error number written next to letters (``HTTP/1.1 404``, ``E11000``) stays readable.
-    if token.strip("'\"`‘’“”").isdigit() or token.startswith(("<", "HTTP", "http")):
-        return token
-    return "<value>"
 
 
 def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
@@ -98,7 +56,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"answer|return|load)\b[^.\n]{0,40}\b(?:in time|within)\b|took too long|no (?:response|answer|reply) (?:within|"
        r"after)\b|not (?:received|completed|finished) (?:in time|within)\b|Gateway Time-?out|(?:execution|statement|"
        r"query|running) time "
-       r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)",
+       r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)|"
+       r"\b(?:due to|because of) (?:a |the )?time-?out\b",
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
     _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI[ _]AGAIN\b|getaddrinfo|socket hang up|\bECONNABORTED\b|"
@@ -114,14 +73,16 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"error|issue|aborted|closed|failed|lost|"
        r"interrupted)|all connection attempts failed|(?:could not|couldn't|can't|cannot|unable to|failed to) connect|"
        r"server disconnected|"
-       r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|down|unreachable|overloaded)|"
+       r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|not available|down|unreachable|"
+       r"overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
        r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
        r"^\s*(?:an? )?unknown (?:server )?error\b|try again later|retry later",
        Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
     # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
-    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|slow down|throttl|excessive (?:requests|calls)|"
+    _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|too many (?:concurrent|simultaneous|parallel) \w+|"
+       r"slow down|throttl|excessive (?:requests|calls)|"
        r"(?:requests|calls) (?:are |were )?too (?:frequent|fast)|too (?:frequent|fast) (?:requests|calls)|"
        r"\bretry[- ]after\b|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
@@ -134,8 +95,10 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:executions|operations|tool calls)|credits? (?:are )?(?:exhausted|used up)|"
        r"payment required|(?:plan|subscription|account|monthly|daily) limit (?:reached|exceeded|hit)|"
        r"reached (?:the )?max(?:imum)? (?:number of )?(?:steps|iterations|turns)|\b(?:step|iteration|turn) limit|"
-       r"\btoo many (?!requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
-       r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+",
+       r"\btoo many (?!open\b|opened\b|running\b|active\b|pending\b|concurrent\b|simultaneous\b|parallel\b|"
+       r"failed\b|requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
+       r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+\b"
+       r"(?! (?:open|opened|running|active|pending|in progress|at once)\b)",
        Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
        "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
     # HTTP statuses written into the text ("status code 404", "returned error: 403").
@@ -176,6 +139,15 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"indent|<value>|symbol|identifier)\b|"
        r"\b(?:characters?|spaces?|symbols?|letters?|digits?|whitespace|duplicates?|nulls?|empty (?:values|strings)|"
        r"negative (?:values|numbers)) (?:are |is )?not (?:allowed|permitted|supported)\b|mutually exclusive|"
+       r"\bonly (?:\w+ ){0,2}(?:alphanumeric|alpha-numeric|letters|digits|lowercase|uppercase|ascii|numbers|hyphens|"
+       r"underscores|characters)\b[^.\n]{0,60}\b(?:are|is) (?:allowed|permitted|accepted)\b|"
+       # "not allowed" said of a field, a value or a form element is about the call's form, not about access
+       r"\b(?:extra|additional|unknown|nested|empty|negative|duplicate|trailing|leading) (?:\w+ )?(?:inputs?|fields?|"
+       r"keys?|properties|parameters?|arguments?|values?|lists?|items?|offsets?|numbers?) (?:are |is )?not (?:allowed|"
+       r"permitted)\b|^\s*(?:the )?(?:field|parameter|argument|key|property|option|value|input)s?\b[^.\n]{0,40}?"
+       r"\b(?:is |are )?not (?:allowed|permitted)\b|\bnot (?:allowed|permitted) in (?:the |a |an )?(?:\w+ )?"
+       r"(?:name|title|value|field|query|path|url|string|identifier|template|key|filename)s?\b|"
+       r"\bnot allowed to (?:combine|mix)\b|"
        r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
        r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
        r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
@@ -208,7 +180,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
        r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
-       r"\bunexpected (?:\w+ )?(?:type|kind)\b|"
+       r"(?<!returned an )\bunexpected (?!response|result|return|reply)(?:\w+ )?(?:type|kind)\b"
+       r"(?! (?:from|returned|in (?:the )?(?:response|reply|result)))|"
        r"\b(?:requires|expects|needs|accepts|takes|operates on|works (?:only )?(?:on|with)) (?:a |an )?(?:\w+ ){0,3}"
        r"\w+, not (?:a |an )?\w+|wrong kind of\b|"
        r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
@@ -219,10 +192,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
-    _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|not allowed|outside (?:the )?allowed|"
-       r"outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|refus(?:ed|ing) to|"
+    _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|(?<!method )not allowed|"
+       r"outside (?:the )?allowed|outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|"
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
-       r"not a member of|not a public address|non-public address|private address|loopback|blocks requests to|denied to|"
+       r"not a member of|not a public address|non-public address|private address|loopback (?:address|host|ip)|"
+       r"blocks requests to|denied to|"
        r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
@@ -239,7 +213,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"already (?:taken|in use|used|booked)|\bis (?:already )?taken\b|name (?:that is |which is )?(?:still |"
        r"already )?in use|\bre-?use a name\b", Code.CONFLICT,
        "what the call asks for is taken or in use", "{value} is taken. Choose another one or ask the user."),
-    _p(r"already exists|\bEEXIST\b|duplicate|unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
+    _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|\bduplicate (?:key|entry|entries|name|value|id|record|row|column|"
+       r"item|index|title|label|email|username)s?\b|\bis a duplicate\b|\bduplicates? (?:found|detected|exists?)\b|"
+       r"unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
        r"registered|a member|subscribed|starred|linked|installed)|already exists?\b|"
        r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
        r"already (?:present|defined|created|uploaded|stored)\b",
@@ -254,7 +230,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the call conflicts with the current state", "The item changed since it was read. Read {value} again "
        "and retry with the fresh state."),
     # What the tool cannot do at all ("method not found" alone is JSON-RPC's; "payment method not found" is not).
-    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|not supported|\bnot installed\b|"
+    _p(r"not implemented|^\s*method not found|\(-32601\)|-32601:|\bnot installed\b|"
+       r"\b(?:operation|method|feature|action|command|function|endpoint|capability|tool|api|request type)s? "
+       r"(?:is |are )?(?:currently )?not supported\b|\bis not supported (?:on|by|in) "
+       r"(?!(?:the |this )?(?:field|parameter|argument|value|column|key|format)s?\b)|"
+       r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
        r"install the optional|\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
@@ -297,7 +277,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "tool's input schema describes it."),
     # The state the call needs is not there yet: a step to do first, a thing still in use, nothing open or set up.
     _p(r"\bbefore (?:you can|calling|using|running|it can)\b|"
-       r"\b(?:has|have|had) not (?:yet )?been \w+|\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
+       r"\b(?:has|have|had) not (?:yet )?been \w+|\btoo many (?:open|opened|running|active|pending) \w+|"
+       r"\btoo many \w+ (?:open|opened|running|active|pending|in progress)\b|"
+       r"\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
        r"referenced|running|pending|open|active|processing|has|have|contains?)\b|\b(?:is|are) (?:being |still )?"
        r"(?:in use|used by|referenced by|pending|processing|in progress)\b|\bno (?:\w+ ){0,3}configured\b|"
        r"\bnot (?:been )?(?:configured|set up)\b|\bno (?:active|open|current|running|selected|"
@@ -317,9 +299,14 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # A business rule: the state of the order, account or resource does not allow the call.
     _p(r"insufficient (?:\w+ ){0,3}(?:balance|funds|credit|stock|inventory|seats|capacity)|"
        r"not enough (?:\w+ ){0,3}(?:balance|funds|credit|seats|stock|inventory|capacity|space|room|tickets)|"
-       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:available|free|open|bookable|eligible)\b|"
+       r"balance (?:is )?(?:too low|not enough|insufficient)|\bnot (?:free|open|bookable|eligible)\b|"
+       r"\bnot available (?:on|for|at|during|until|before|after|between)\b|"
        r"\bno longer (?:available|valid|active|open)|sold out|out of stock|fully booked|"
-       r"\b(?:cannot|can't|can not|could not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent)\b|"
+       r"\b(?:cannot|can't|can not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent) (?:any ?more|"
+       r"(?:while|once|after|until|unless|since) (?:it|they|the|its|their)\b)|\b(?:cannot|can't|can not) be "
+       r"(?:applied|used|redeemed|combined) (?:to|on|for|with) (?:this|that|the|your) \w+|"
+       r"\b(?:is|are) (?:currently |still |now )?in (?:\w+ ){0,2}(?:mode|state|status)\b[^.\n]{0,40}\b(?:cannot|can't|"
+       r"can not)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
        r"\bnon-\w+ \w+ cannot\b|\bhas expired\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
@@ -345,10 +332,13 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"that |this )?(?:given |provided |specified )?(?:id|name|key|title|email|identifier|criteria)\b|"
        r"^\s*<path>\s*$", _NF, "the thing the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
-    _p(r"(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
-       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted\b|user (?:declined|rejected|cancel+ed)|declined by the user|"
+    # An abort or a cancellation with a stated cause ("aborted: file too large", "cancelled because ...") is read
+    # by that cause; "aborted" alone is a cancellation only when the caller or the user did it.
+    _p(r"(?:(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
+       r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted by (?:the )?(?:user|client|caller)\b|"
+       r"user (?:declined|rejected|cancel+ed)|declined by the user|"
        r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
-       r"denied by (?:the )?user",
+       r"denied by (?:the )?user)(?![^.\n]{0,20}?\b(?:because|due to|since)\b|\s*:)",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
        r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
@@ -369,52 +359,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).
-    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing|malformed|bad request|\bexpected\b|"
+    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing(?! (?:\w+ )?(?:in|from) (?:the )?(?:\w+ )?"
+       r"(?:response|reply))|malformed|bad request|\bexpected\b(?! (?:a |an )?(?:response|reply|result|answer) from)|"
        r"unprocessable|\bincorrect\b|validation failed|failed validation|\b(?:ValueError|TypeError|"
        r"ValidationError)\b|syntax error|"
        r"cannot start with|validation error|not a valid|out of range|unrecognized|^\s*unknown\b", _V,
        "an argument is missing or malformed", "The argument {value} is not valid. Correct it, for example as "
        "the tool's input schema describes it."),
 )
-
-
-#: A wrapper's opening that says only "an error happened here" ("Error executing tool x:", "Query execution
-#: failed:", "Security violation:"): the meaning is in what follows, which is read first.
-_WRAPPER = re.compile(
-    r"^\s*(?:(?:mcp )?error(?: -?\d+)?|unexpected error|an? error occurred|error occurred|database error|"
-    r"security violation|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
-    re.IGNORECASE)
-
-
-def reading(text: str) -> tuple[Phrase, str] | None:
-    """The phrase ``text`` reads as (``propose``) and the words in it that matched, or ``None``."""
-    phrase = propose(text)
-    if phrase is None:
-        return None
-    found = phrase.pattern.search(mask_locations(text))
-    return phrase, found.group(0).strip() if found is not None else ""
-
-
-def _first(masked: str) -> Phrase | None:
-    for phrase in PHRASES:
-        if phrase.pattern.search(masked):
-            return phrase
-    return None
-
-
-@functools.lru_cache(maxsize=1024)
-def propose(text: str) -> Phrase | None:
-    """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``; what follows a
-    wrapper's opening ("Error executing tool x: ...") is read first, the whole text when that says nothing."""
-    masked = mask_locations(text)
-    inner = masked
-    for _ in range(3):
-        stripped = _WRAPPER.sub("", inner, count=1)
-        if stripped == inner:
-            break
-        inner = stripped
-    if inner != masked and inner.strip():
-        found = _first(inner)
-        if found is not None:
-            return found
-    return _first(masked)

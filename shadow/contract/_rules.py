@@ -14,7 +14,8 @@ from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
-from shadow.contract._phrases import PHRASES, Phrase, propose
+from shadow.contract._phrases import PHRASES, Phrase
+from shadow.contract._reading import propose
 from shadow.contract._values import (
     ValueMatch,
     error_text,

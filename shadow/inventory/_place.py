@@ -7,7 +7,7 @@ from typing import Final
 
 from shadow.contract import _rules
 from shadow.contract._codes import Code
-from shadow.contract._phrases import reading
+from shadow.contract._reading import reading
 from shadow.contract._rules import Rules, error_text, looks_like_error, status_of
 from shadow.inventory._index import ClassInfo
 from shadow.inventory._model import RuleDraft, Site

@@ -10,7 +10,8 @@ from typing import Any, Final
 
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import count_sentences
-from shadow.contract._phrases import PHRASES, propose, reading
+from shadow.contract._phrases import PHRASES
+from shadow.contract._reading import propose, reading
 from shadow.suggest._read import LogSlice, Unmapped
 from shadow.suggest._shape import Shape, shape_of
 

@@ -6,7 +6,8 @@ import pytest
 
 import shadow
 from shadow.contract._codes import Code
-from shadow.contract._phrases import mask_locations, propose
+from shadow.contract._masking import mask_locations
+from shadow.contract._reading import propose
 
 
 @pytest.mark.parametrize(("text", "code"), [

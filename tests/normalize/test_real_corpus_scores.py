@@ -10,17 +10,19 @@ DEV, HELDOUT = score(entries("dev")), score(entries("heldout"))
 
 
 def test_the_dev_part_is_placed_with_few_wrong_codes() -> None:
-    # Measured 2026-12-06 on 581 dev entries: wrong 2.6%, unplaced 4.3% (the table before: 3.1%, 13.8% on them).
-    assert DEV.wrong_share <= 0.03
-    assert DEV.unplaced_share <= 0.05
+    # Measured 2026-12-06 on 581 dev entries after the precision round: wrong 1.0% (6), unplaced 6.0% (35); before
+    # it 2.6%, 4.3% (stricter families leave more texts in the author's words: a wanted trade). Then 1.2% (7): a name
+    # "already used" is read as conflict (ask_user), not already_exists (stop), against one entry's label.
+    assert DEV.wrong_share <= 0.013
+    assert DEV.unplaced_share <= 0.061
 
 
 def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
-    # Measured 2026-12-06 on 385 held-out entries: wrong 5.7%, unplaced 22.9% (the table before: 5.5%, 27.8% on
-    # them). 30 of them are plain exceptions ("raised"), which are always served internal_error, unplaced.
+    # Measured 2026-12-06 on 385 held-out entries after the precision round (the seventh look): wrong 5.5% (21),
+    # unplaced 17.1% (66); before it 5.7% (22), 16.9% (65).
     print(f"\nheld-out: wrong {HELDOUT.wrong_share:.1%}, unplaced {HELDOUT.unplaced_share:.1%}")
-    assert HELDOUT.wrong_share <= 0.06
-    assert HELDOUT.unplaced_share <= 0.23
+    assert HELDOUT.wrong_share <= 0.055
+    assert HELDOUT.unplaced_share <= 0.172
 
 
 @pytest.mark.xfail(strict=True, reason="issue 27's held-out targets are not met yet (see bench_classifier.py)")

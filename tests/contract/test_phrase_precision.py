@@ -1,0 +1,84 @@
+"""The phrase table's families read only the text they were written for: each tightened family next to a text
+it still reads."""
+
+from __future__ import annotations
+
+import pytest
+
+import shadow
+
+UNPLACED = "unplaced"
+
+
+def _served(text: str) -> str:
+    """The code served for a legacy ``{"error": text}`` result, or ``unplaced`` (``rejected`` in the author's words)."""
+    found = shadow.Rules.default().translate_result({"error": text})
+    assert found is not None
+    return UNPLACED if found.unmapped and found.error.code.value == "rejected" else found.error.code.value
+
+
+@pytest.mark.parametrize(("text", "was", "served"), [
+    # "cannot be Xed" needs the state that forbids it; "could not be Xed" reports a failure, not a business rule
+    ("Certificate cannot be used to update reservation", "failed_precondition", UNPLACED),
+    ("'UserForm1' is a form; forms cannot be changed.", "failed_precondition", UNPLACED),
+    ("Schedule not found or could not be deleted: 42", "failed_precondition", "not_found"),
+    # a duplicate must be named, not a warning that a retry may start one
+    ("the stream ended early, so a second call may start a duplicate run", "already_exists", UNPLACED),
+    # a character set is a value's form, not a kind of input
+    ("Invalid identifier 'a-b': only alphanumeric, underscore, and $ are allowed", "unsupported_input",
+     "validation_error"),
+    # "not supported" of a value is no missing operation
+    ("Spaces inside the type name are allowed; Python percent formatting and $name$ are not supported",
+     "not_implemented", UNPLACED),
+    # the author warns that repeating the call is unsafe: no code that says "make the identical call again"
+    ("The statement was applied, then reading its outcome failed, so do not retry it. Could not connect to the "
+     "server", "upstream_unavailable", UNPLACED),
+    # "not allowed" / "not permitted" said of a field, a value or a form element is about the call's form
+    ("Extra inputs are not permitted", "permission_denied", "validation_error"),
+    ("Field 'colour' is not allowed", "permission_denied", "validation_error"),
+    ("HTML tags are not allowed in the title", "permission_denied", "validation_error"),
+    ("Method Not Allowed", "permission_denied", UNPLACED),
+    ("Refusing to write an empty file", "permission_denied", UNPLACED),
+    # an abort with a stated cause is read by the cause
+    ("Upload aborted: file too large", "cancelled", "payload_too_large"),
+    ("The operation was aborted due to timeout", "cancelled", "upstream_timeout"),
+    ("current transaction is aborted, commands ignored until end of transaction block", "cancelled", UNPLACED),
+    # too many of something open is the current state; too many at once is a rate limit: neither is a used-up quota
+    ("Too many tabs open; close one first", "quota_exceeded", "failed_precondition"),
+    ("Too many concurrent runs", "quota_exceeded", "rate_limited"),
+    # "not available" alone says nothing of state; a service not available is unavailable
+    ("The page is not available in your region", "failed_precondition", UNPLACED),
+    ("Service not available", "failed_precondition", "upstream_unavailable"),
+    # an unexpected type, a missing or an expected part of what a service returned is no input of the caller's
+    ("Unexpected response type from server", "unsupported_input", UNPLACED),
+    ("Expected a response from the server but got none", "validation_error", UNPLACED),
+    ("Missing data in upstream response", "validation_error", UNPLACED),
+    # "loopback" alone is no address the tool refused
+    ("Loopback interface is down", "permission_denied", UNPLACED),
+])
+def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None:
+    assert was != served
+    assert _served(text) == served
+
+
+@pytest.mark.parametrize(("text", "served"), [
+    ("Error: Non-pending order cannot be modified", "failed_precondition"),
+    ("coupon cannot be applied to this order", "failed_precondition"),
+    ("Dashboard is in YAML mode and cannot be edited from the UI", "failed_precondition"),
+    ("Error executing query: Duplicate entry 'a@example.com' for key 'users.email'", "already_exists"),
+    ("Security violation: Shell operator '|' is not supported. Set ALLOW_SHELL_OPERATORS=true to enable.",
+     "unsupported_input"),
+    ("'GetNodesHotThreadsTool' is not supported on OpenSearch Serverless", "not_implemented"),
+    ("Could not connect to the server", "upstream_unavailable"),
+    ("The user is not allowed to edit this page", "permission_denied"),
+    ("Access to this path is not permitted", "permission_denied"),
+    ("Request was cancelled by the user", "cancelled"),
+    ("Too many projects for this plan", "quota_exceeded"),
+    ("Flight HAT039 not available on date 2024-05-22", "failed_precondition"),
+    ("Unexpected resource type: blob", "unsupported_input"),
+    ("Expected an integer", "validation_error"),
+    ("Missing field 'id'", "validation_error"),
+    ("Refusing to fetch loopback host 'localhost'", "permission_denied"),
+])
+def test_the_reading_a_family_was_written_for_stays(text: str, served: str) -> None:
+    assert _served(text) == served
