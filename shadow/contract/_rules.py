@@ -13,6 +13,7 @@ from shadow._names import check_name, storable_name
 from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._codes import Code, spec
+from shadow.contract._dispatch import PHRASE_OF, Block, Step, plan
 from shadow.contract._payloads import Fail, ToolError
 from shadow.contract._phrases import PHRASES, Phrase, propose
 from shadow.contract._values import (
@@ -93,7 +94,7 @@ class Rules:
     its rule's message or the code's default: its text never reaches the model.
     """
 
-    __slots__ = ("exception_rules", "result_rules", "shown_types")
+    __slots__ = ("_plan", "exception_rules", "result_rules", "shown_types")
 
     def __init__(
         self,
@@ -105,6 +106,7 @@ class Rules:
         self.exception_rules: tuple[ExceptionRule, ...] = tuple(exception_rules)
         self.result_rules: tuple[ResultRule, ...] = tuple(result_rules)
         self.shown_types: tuple[type[BaseException], ...] = tuple(shown)
+        self._plan: tuple[Step, ...] | None = None  # the result rules as dispatch steps, made on first use
 
     def __add__(self, other: Rules) -> Rules:
         if not isinstance(other, Rules):
@@ -213,20 +215,45 @@ class Rules:
 
     def translate_result(self, value: object, *, idempotent: bool = True) -> Translation | None:
         """``None`` when ``value`` is not an error; else the structured error its first matching rule gives,
-        with the value's own text as the message unless the rule gives one (``rejected`` when unplaced)."""
-        for rule in self.result_rules:
-            try:
-                if not rule.match(value):
-                    continue
-                author = fit_message(error_text(value))
-                if rule.code is None:
-                    return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
-                                       unmapped=True)
-                return Translation(_build(rule.code, rule.message, rule.context, value, idempotent, author), rule.name)
-            except Exception as broken:
-                log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
-                return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
+        with the value's own text as the message unless the rule gives one (``rejected`` when unplaced).
+
+        Runs of built-in status and phrase rules are read by the value's shape, once per run (``_dispatch``);
+        when reading the value raises, the run's rules are asked one by one, as any other rule is."""
+        steps = self._plan
+        if steps is None:
+            steps = self._plan = plan(self.result_rules)
+        for step in steps:
+            if type(step) is Block:
+                try:
+                    found = step.find(value)
+                except Exception:
+                    found = None
+                    for rule in step.rules:
+                        translated = self._matched(rule, value, idempotent)
+                        if translated is not None:
+                            return translated
+                if found is not None:
+                    return self._matched(found, value, idempotent, matched=True)
+                continue
+            translated = self._matched(step, value, idempotent)  # type: ignore[arg-type]
+            if translated is not None:
+                return translated
         return None
+
+    @staticmethod
+    def _matched(rule: ResultRule, value: object, idempotent: bool, *, matched: bool = False) -> Translation | None:
+        """The translation ``rule`` gives ``value``, or ``None`` when it does not match (``matched``: known to)."""
+        try:
+            if not matched and not rule.match(value):
+                return None
+            author = fit_message(error_text(value))
+            if rule.code is None:
+                return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
+                                   unmapped=True)
+            return Translation(_build(rule.code, rule.message, rule.context, value, idempotent, author), rule.name)
+        except Exception as broken:
+            log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
+            return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
 
 
 def _text_of(exc: BaseException) -> str:
@@ -374,6 +401,7 @@ def phrase_matches(phrase: Phrase) -> ValueMatch:
         return text is not None and propose(text) is phrase
 
     matcher.__name__ = f"text:{phrase.code.value}"
+    PHRASE_OF[matcher] = phrase
     return matcher
 
 

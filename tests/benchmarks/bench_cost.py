@@ -86,11 +86,10 @@ def _structlog(arm: str, directory: str) -> tuple[Any, Any]:
 
 
 def _otel() -> tuple[Any, Any]:
+    import orjson
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    import orjson
 
     provider = TracerProvider()
     exporter = InMemorySpanExporter()
@@ -261,7 +260,8 @@ def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
 
 
 def _run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=1800,
+                          check=False)
     if done.returncode:
         raise RuntimeError(f"{args}: {done.stderr[-2000:]}")
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
@@ -318,8 +318,8 @@ def main() -> int:
         for arm in arms:
             results[arm].append(run_arm(arm, ns.calls, ns.pg_url))
         if ns.threads:
-            for mode in rates:
-                rates[mode].append(run_threads(mode, ns.threads, ns.thread_calls)["rate"])
+            for mode, got in rates.items():
+                got.append(run_threads(mode, ns.threads, ns.thread_calls)["rate"])
     med = {a: {k: statistics.median(r[k] for r in rows) for k in ("cpu_us", "caller_us", "median_ns", "p99_ns")}
            for a, rows in results.items()}
     print(f"{ns.calls} calls (1 in 10 an error) back to back + final flush, median of {ns.rounds} rounds "
