@@ -20,6 +20,10 @@ from shadow.calllog._store import SqlStore
 from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
 from shadow.typing import Store
 
+#: How many times ``queue_size`` raw calls a burst may add in memory before callers spool (the caller never builds
+#: or spools a record in a burst the writer catches up with; a raw call of a small tool is under 1 KB).
+BURST = 4
+
 __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats", "flush", "get_writer", "set_writer"]
 
 log = get_logger("shadow.writer")
@@ -48,6 +52,7 @@ def _build() -> Writer:
     return Writer(
         store,
         queue_size=s.queue_size,
+        burst_size=BURST * s.queue_size,
         batch_size=s.batch_size,
         flush_interval=s.flush_interval,
         spool=spool,

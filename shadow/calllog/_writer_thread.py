@@ -1,8 +1,8 @@
 """The writer thread: a bounded queue, batched idempotent inserts, the spool as a disk buffer, bounded waits.
 
 ``submit`` is O(1) and never waits on the database: it appends to a bounded queue that a daemon thread drains in
-batches (on size, on interval, on ``flush`` and at exit). When the queue is full the caller appends the record to
-the spool (the disk is the buffer); only when the spool is full too is a record dropped, counted and logged.
+batches (on size, on interval, on ``flush`` and at exit). A burst may hold ``burst_size`` more; past that the caller
+appends the record to the spool (the disk is the buffer); only when the spool is full too is a record dropped.
 Every store call is bounded (``BoundedStore``); a batch the store cannot take in time goes to the spool, the
 writer probes the store with backoff (``Outage``) and replays the spool and the spools of dead processes
 (``Replayer``) once it is back. A record's build (which may run user code: ``__str__``, ``items()``) is watched:
@@ -43,6 +43,7 @@ EXIT_GRACE = 3.0
 class Writer(Intake, Lifecycle):
     """Moves records from callers to a ``Store`` off their path; see the module docstring.
 
+    ``burst_size`` raw calls past ``queue_size`` wait in memory too before callers spool (none by default).
     ``retry_initial``/``retry_max`` bound the backoff (seconds) between probes of an unavailable store;
     ``store_timeout`` bounds one store call, ``build_timeout`` one record's build; ``stats_interval`` is how often
     the counters are copied into the store's ``writer_stats`` table (when the store has ``write_stats``).
@@ -51,7 +52,7 @@ class Writer(Intake, Lifecycle):
     def __init__(
         self, store: Store, *, queue_size: int, batch_size: int, flush_interval: float, spool: Spool | None,
         strict: bool = False, retry_initial: float = 0.5, retry_max: float = 30.0, store_timeout: float = 10.0,
-        build_timeout: float = 2.0, stats_interval: float = 10.0, on_error: ErrorHook | None = None,
+        build_timeout: float = 2.0, stats_interval: float = 10.0, on_error: ErrorHook | None = None, burst_size: int = 0
     ) -> None:
         if queue_size < 1 or batch_size < 1 or flush_interval <= 0:
             raise ValueError(
@@ -61,6 +62,7 @@ class Writer(Intake, Lifecycle):
         self.store = store
         self.spool = spool
         self.queue_size = queue_size
+        self.burst_size = max(0, burst_size)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
         self.strict = strict
