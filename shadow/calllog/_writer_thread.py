@@ -291,6 +291,7 @@ class Writer(Intake, Lifecycle):
                 taking.append(item)
                 continue
             self._building_since = clock()
+            time.sleep(0)  # the GIL to the application's threads waiting for it, else up to 5 ms each (issue 32)
             try:
                 built = item.build()
                 if not isinstance(built, _RECORDS):
