@@ -46,9 +46,6 @@ def counts() -> dict[str, int]:
 
 def guarded(build: Callable[[], Any], fallback: Any) -> Any:
     """One part of a record; a part that cannot be built becomes ``fallback`` so the record still lands."""
-    from shadow._config import report_internal_error
-    from shadow._logs import get_logger
-
     for _attempt in range(3):  # a value mutated by its caller mid-conversion may raise RuntimeError once
         try:
             return build()
@@ -57,6 +54,9 @@ def guarded(build: Callable[[], Any], fallback: Any) -> Any:
         except BaseException as exc:  # any exception of the tool's values, but the main thread's exit
             if not swallowed(exc):
                 raise
+            from shadow._config import report_internal_error  # here, not per part: an import statement costs ~1 us
+            from shadow._logs import get_logger
+
             note("record_part_failed")
             get_logger("shadow.adapter").warning("record_part_failed", error_type=type(exc).__name__)
             report_internal_error("record.part", exc)
