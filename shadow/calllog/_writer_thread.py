@@ -36,6 +36,7 @@ log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
 _RECORDS = (CallRecord, MarkRecord)
+_HAND_OVER = 0.0005  # seconds of building between two hand-overs of the GIL (a sleep(0) each)
 #: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time.
 EXIT_GRACE = 3.0
 
@@ -43,7 +44,7 @@ EXIT_GRACE = 3.0
 class Writer(Intake, Lifecycle):
     """Moves records from callers to a ``Store`` off their path; see the module docstring.
 
-    ``burst_size`` raw calls past ``queue_size`` wait in memory too before callers spool (none by default).
+    ``burst_size`` raw calls past ``queue_size`` wait in memory too before callers spool (none by default);
     ``retry_initial``/``retry_max`` bound the backoff (seconds) between probes of an unavailable store;
     ``store_timeout`` bounds one store call, ``build_timeout`` one record's build; ``stats_interval`` is how often
     the counters are copied into the store's ``writer_stats`` table (when the store has ``write_stats``).
@@ -77,22 +78,18 @@ class Writer(Intake, Lifecycle):
         self._submit_lock = threading.Lock()
         self._wake = threading.Event()
         self._done = threading.Condition()
-        self._submitted = self._accepted = self._processed = 0
-        self._written = self._spooled = self._overflowed = 0
+        self._submitted = self._accepted = self._processed = self._written = self._spooled = self._overflowed = 0
         self._dropped_submit = self._dropped = self._failed_builds = self._logged_drops = 0
         self._errors: list[BaseException] = []
         self._reasons: dict[str, int] = {}  # why records were dropped or failed to build
         self._dead = False  # the writer thread ended unexpectedly: the next submit starts another
         self._held: tuple[list[Record], int] | None = None  # a batch neither the store nor the spool could take yet
         self._taking: list[Record] = []  # the batch being built (a replacement thread carries it on)
-        self._taking_popped = 0
+        self._taking_popped = self._generation = 0
         self._building_since: float | None = None
-        self._generation = 0
         self._gen_lock = threading.Lock()
-        self._stopping = False
-        self._force_publish = False
+        self._stopping = self._force_publish = self._closed = False
         self._deadline = 0.0
-        self._closed = False
         self._thread = self._start()
         watching = (build_timeout, lambda: self._building_since, lambda: self._thread, self._give_up_build,
                     lambda: self._closed and not self._thread.is_alive())
@@ -281,6 +278,7 @@ class Writer(Intake, Lifecycle):
         taking: list[Record] = []
         self._taking, self._taking_popped = taking, 0
         queue, gen_lock, clock, size = self._queue, self._gen_lock, time.monotonic, self.batch_size
+        handed = clock() + _HAND_OVER  # building hands the GIL to the application's threads (else 5 ms waits)
         while self._taking_popped < size:
             try:
                 item = queue.popleft()
@@ -290,8 +288,10 @@ class Writer(Intake, Lifecycle):
             if isinstance(item, _RECORDS):
                 taking.append(item)
                 continue
-            self._building_since = clock()
-            time.sleep(0)  # the GIL to the application's threads waiting for it, else up to 5 ms each (issue 32)
+            self._building_since = now = clock()
+            if now >= handed:
+                time.sleep(0)
+                handed = now + _HAND_OVER
             try:
                 built = item.build()
                 if not isinstance(built, _RECORDS):
