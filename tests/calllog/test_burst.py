@@ -67,3 +67,25 @@ def test_the_process_writer_takes_bursts_of_several_queues(tmp_path: Path) -> No
     shadow.configure(db_url=f"sqlite:///{tmp_path}/s.db", queue_size=300)  # the fixture resets the settings
     writer = get_writer()
     assert (writer.queue_size, writer.burst_size) == (300, BURST * 300) and BURST >= 4
+
+
+def _freeze_count(tmp_path: Path, freeze: bool) -> int:
+    import subprocess
+    import sys
+
+    code = ("import gc, time, shadow\n"
+            f"shadow.configure(db_url='sqlite:///{tmp_path}/f.db', gc_freeze={freeze})\n"
+            "from shadow.calllog import get_writer\n"
+            "get_writer()\n"
+            "deadline = time.monotonic() + 20\n"
+            "while not gc.get_freeze_count() and time.monotonic() < deadline and shadow.calllog._writer._frozen:\n"
+            "    time.sleep(0.01)\n"
+            "print(gc.get_freeze_count())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    return int(done.stdout.split()[-1])
+
+
+def test_the_process_writer_freezes_what_start_up_made_unless_told_not_to(tmp_path: Path) -> None:
+    assert _freeze_count(tmp_path, True) > 1000  # the modules' objects: full collections in a burst skip them
+    assert _freeze_count(tmp_path, False) == 0
