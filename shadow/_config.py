@@ -58,6 +58,9 @@ class Settings:
     spool_max_bytes: int = 256 * 1024 * 1024
     store_timeout: float = 5.0  # seconds one store call may take before its records are spooled instead
     strict: bool = False  # re-raise failures inside the shadow machinery (for tests)
+    #: When the process writer starts, collect once and move what start-up made out of the cyclic GC's reach
+    #: (``gc.freeze()``, in a background thread): a burst's full collections then walk the pending calls only.
+    gc_freeze: bool = True
     #: Called as ``on_internal_error(operation, error)`` whenever shadow's own machinery fails and swallows the
     #: failure (the adapter, the writer thread); like scientist's ``raised``. Its own failures are logged.
     on_internal_error: Callable[[str, BaseException], object] | None = None
@@ -228,6 +231,7 @@ class Changes(TypedDict, total=False):
     spool_max_bytes: int
     store_timeout: float
     strict: bool
+    gc_freeze: bool
     on_internal_error: Callable[[str, BaseException], object] | None
     store: Store | None
 

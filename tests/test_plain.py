@@ -58,7 +58,12 @@ def _legacy(user_id: str, fields: list[str], limit: int = 10) -> Any:
     return {"id": user_id, "fields": fields, "limit": limit}
 
 
-@pytest.mark.parametrize("value", [*VALUES, {"error": "x"}, {"status": 404}, "Error: boom"])
+ERRORS: list[Any] = [{"error": "x"}, {"status": 404}, "Error: boom", {"error": "Bad request"},
+                     {"error": {"code": 429, "message": "Too many requests, slow down"}}, {"ok": False, "status": 503},
+                     {"error": "quota exceeded for today", "status": "failed"}, "Error: file not found: /tmp/x.txt"]
+
+
+@pytest.mark.parametrize("value", [*VALUES, *ERRORS])
 def test_the_fast_record_equals_the_general_record(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import inspect
 
@@ -90,3 +95,19 @@ def test_a_payload_made_on_the_callers_side_is_stored_as_served(monkeypatch: pyt
     monkeypatch.setattr(pending.PendingCall, "_fast", lambda *a: None)
     general = call.build()
     assert (fast.new_payload, fast.legacy_payload) == (general.new_payload, general.legacy_payload)
+
+
+@pytest.mark.parametrize("value", ERRORS)
+def test_an_error_value_of_plain_json_is_recorded_without_the_general_conversion(
+        value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import inspect
+
+    spec = pending.ToolSpec("legacy", signature=inspect.signature(_legacy))
+    call = pending.PendingCall(spec=spec, mode=Mode.SHADOW, variant=Variant.LEGACY, session_id="s", seq=1,
+                               started_ns=time.time_ns(), latency_ns=5000, args=("u-1", ["a"]),
+                               kwargs={"limit": 3}, value=value)
+    general: list[object] = []
+    monkeypatch.setattr(pending, "to_jsonable", lambda v, **k: general.append(v) or to_jsonable(v, **k))
+    record = call.build()
+    assert record.outcome == "error" and record.code is not None and record.schema_valid
+    assert general == []

@@ -1,4 +1,5 @@
-"""The callers' side of the writer: ``submit`` queues a record in O(1), and on a full queue spools it instead."""
+"""The callers' side of the writer: ``submit`` queues a record in O(1); a burst past the queue waits in memory
+(``burst_size`` more), and only past that does the caller spool it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class Intake:
 
     spool: Spool | None
     queue_size: int
+    burst_size: int
     batch_size: int
     strict: bool
     _queue: collections.deque[Record | Deferred]
@@ -51,8 +53,9 @@ class Intake:
     def submit(self, item: Record | Deferred) -> None:
         """Queue ``item`` for writing; O(1), never waits on the database, never raises (except in strict mode).
 
-        When the queue is full the record is built here and appended to the spool (no fsync: the writer thread
-        syncs it), so overflow costs the caller a few microseconds instead of losing the record.
+        A burst past ``queue_size`` is queued too, up to ``burst_size`` more raw calls: the caller never builds or
+        spools a record in a burst the writer catches up with. Past that the record is built here and appended to
+        the spool (no fsync: the writer thread syncs it) instead of being lost.
         """
         if self._dead:  # the writer thread ended unexpectedly: a new one carries on (one attribute read per call)
             self._revive()
@@ -60,7 +63,7 @@ class Intake:
             with self._submit_lock:
                 self._submitted += 1
                 closed = self._closed
-                accepted = not closed and len(self._queue) < self.queue_size
+                accepted = not closed and len(self._queue) < self.queue_size + self.burst_size
                 if accepted:
                     self._queue.append(item)
                     self._accepted += 1

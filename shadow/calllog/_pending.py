@@ -142,6 +142,10 @@ class PendingCall:
         if fast is not None:
             return fast
         outcome = None if cancelled else self.outcome or guarded(self._outcome, None)
+        if outcome is not None and self.outcome is None and self.exc is None:  # an error value, plain JSON?
+            fast = self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes, outcome)
+            if fast is not None:
+                return fast
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
         # values of credential-keyed arguments, wherever the tool echoed them (exception text, results)
@@ -174,23 +178,21 @@ class PendingCall:
             unmapped=outcome.unmapped if outcome is not None else not cancelled,
             # the contract builds its payloads valid; an error's context comes from rules, so it is checked
             schema_valid=cancelled or (outcome is not None and (error is None or is_valid(served))),
-            latency_us=self.latency_ns // 1000,
-            process=_pid(),
-            host=sessions.HOST,
-            source=self.spec.source,
-            epoch=self.epoch,
-            flag_source=self.flag_source,
+            latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
+            epoch=self.epoch, flag_source=self.flag_source,
         )
 
-    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int) -> CallRecord | None:
-        """The record of a call that returned plain JSON data no rule can call an error; None otherwise."""
-        served: Any = None  # the structured payload already made (cutover), else {"ok": true, "data": value}
+    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int,
+              outcome: Outcome | None = None) -> CallRecord | None:
+        """The record of a call that returned plain JSON data, built without the general conversion: a success
+        no rule can call an error, a structured payload already made (cutover), or ``outcome``, the rules'
+        reading of the value (an error value); None when anything is not plain (the general path then)."""
         if self.exc is not None:
             return None
-        if self.outcome is not None:
-            if self.outcome.error is not None or self.outcome.rule is not None or self.outcome.unmapped:
-                return None
-            served = self.outcome.payload
+        outcome = outcome or self.outcome
+        served: Any = None  # the structured payload, unless it is {"ok": true, "data": value}
+        if outcome is not None:
+            served = outcome.payload
         elif self.spec.rules.result_rules is not _DEFAULT_RULES.result_rules or not plain.never_an_error(self.value):
             return None
         try:
@@ -204,15 +206,23 @@ class PendingCall:
             return None
         if args_size > max_args or value_size > max_payload or payload_size > max_payload:
             return None
+        error = outcome.error if outcome is not None else None
+        context = error.context if error is not None and error.context else {}
+        retry_after, field = context.get("retry_after_ms"), context.get("field")
         return new_call_record(
             id=new_id(), session_id=safe_name(self.session_id), seq=self.seq,
             ts=_from_ns(self.started_ns / 1e9, _UTC), tool=safe_name(self.spec.name), mode=self.mode._value_,
             variant=self.variant._value_, fingerprint=plain.fingerprint(args),
-            arg_hashes=plain.argument_hashes(args) if isinstance(args, dict) else None, args=args, outcome="ok",
-            legacy_payload=value, new_payload=payload, code=None, retryable=None,
-            next_action=None, retry_after_ms=None, error_field=None, rule=None, unmapped=False, schema_valid=True,
-            latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
-            epoch=self.epoch, flag_source=self.flag_source,
+            arg_hashes=plain.argument_hashes(args) if isinstance(args, dict) else None, args=args,
+            outcome="ok" if error is None else "error", legacy_payload=value, new_payload=payload,
+            code=None if error is None else error.code._value_,
+            retryable=None if error is None else error.retryable,
+            next_action=None if error is None else error.next_action._value_,
+            retry_after_ms=retry_after if isinstance(retry_after, int) else None,
+            error_field=field[:200] if isinstance(field, str) else None,
+            rule=None if outcome is None else outcome.rule, unmapped=outcome is not None and outcome.unmapped,
+            schema_valid=error is None or is_valid(served), latency_us=self.latency_ns // 1000, process=_pid(),
+            host=sessions.HOST, source=self.spec.source, epoch=self.epoch, flag_source=self.flag_source,
         )
 
     def _arguments(self) -> dict[str, Any]:

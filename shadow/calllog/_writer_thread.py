@@ -1,8 +1,8 @@
 """The writer thread: a bounded queue, batched idempotent inserts, the spool as a disk buffer, bounded waits.
 
 ``submit`` is O(1) and never waits on the database: it appends to a bounded queue that a daemon thread drains in
-batches (on size, on interval, on ``flush`` and at exit). When the queue is full the caller appends the record to
-the spool (the disk is the buffer); only when the spool is full too is a record dropped, counted and logged.
+batches (on size, on interval, on ``flush`` and at exit). A burst may hold ``burst_size`` more; past that the caller
+appends the record to the spool (the disk is the buffer); only when the spool is full too is a record dropped.
 Every store call is bounded (``BoundedStore``); a batch the store cannot take in time goes to the spool, the
 writer probes the store with backoff (``Outage``) and replays the spool and the spools of dead processes
 (``Replayer``) once it is back. A record's build (which may run user code: ``__str__``, ``items()``) is watched:
@@ -36,6 +36,7 @@ log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
 _RECORDS = (CallRecord, MarkRecord)
+_HAND_OVER = 0.0005  # seconds of building between two hand-overs of the GIL (a sleep(0) each)
 #: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time; again
 #: each time it made progress (a loaded machine builds records slowly), up to ``EXIT_GRACE_MAX`` in all.
 EXIT_GRACE, EXIT_GRACE_MAX = 3.0, 30.0
@@ -44,6 +45,7 @@ EXIT_GRACE, EXIT_GRACE_MAX = 3.0, 30.0
 class Writer(Intake, Lifecycle):
     """Moves records from callers to a ``Store`` off their path; see the module docstring.
 
+    ``burst_size`` raw calls past ``queue_size`` wait in memory too before callers spool (none by default);
     ``retry_initial``/``retry_max`` bound the backoff (seconds) between probes of an unavailable store;
     ``store_timeout`` bounds one store call, ``build_timeout`` one record's build; ``stats_interval`` is how often
     the counters are copied into the store's ``writer_stats`` table (when the store has ``write_stats``).
@@ -52,7 +54,7 @@ class Writer(Intake, Lifecycle):
     def __init__(
         self, store: Store, *, queue_size: int, batch_size: int, flush_interval: float, spool: Spool | None,
         strict: bool = False, retry_initial: float = 0.5, retry_max: float = 30.0, store_timeout: float = 10.0,
-        build_timeout: float = 2.0, stats_interval: float = 10.0, on_error: ErrorHook | None = None,
+        build_timeout: float = 2.0, stats_interval: float = 10.0, on_error: ErrorHook | None = None, burst_size: int = 0
     ) -> None:
         if queue_size < 1 or batch_size < 1 or flush_interval <= 0:
             raise ValueError(
@@ -62,6 +64,7 @@ class Writer(Intake, Lifecycle):
         self.store = store
         self.spool = spool
         self.queue_size = queue_size
+        self.burst_size = max(0, burst_size)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
         self.strict = strict
@@ -76,22 +79,18 @@ class Writer(Intake, Lifecycle):
         self._submit_lock = threading.Lock()
         self._wake = threading.Event()
         self._done = threading.Condition()
-        self._submitted = self._accepted = self._processed = 0
-        self._written = self._spooled = self._overflowed = 0
+        self._submitted = self._accepted = self._processed = self._written = self._spooled = self._overflowed = 0
         self._dropped_submit = self._dropped = self._failed_builds = self._logged_drops = 0
         self._errors: list[BaseException] = []
         self._reasons: dict[str, int] = {}  # why records were dropped or failed to build
         self._dead = False  # the writer thread ended unexpectedly: the next submit starts another
         self._held: tuple[list[Record], int] | None = None  # a batch neither the store nor the spool could take yet
         self._taking: list[Record] = []  # the batch being built (a replacement thread carries it on)
-        self._taking_popped = 0
+        self._taking_popped = self._generation = 0
         self._building_since: float | None = None
-        self._generation = 0
         self._gen_lock = threading.Lock()
-        self._stopping = False
-        self._force_publish = False
+        self._stopping = self._force_publish = self._closed = False
         self._deadline = 0.0
-        self._closed = False
         self._thread = self._start()
         watching = (build_timeout, lambda: self._building_since, lambda: self._thread, self._give_up_build,
                     lambda: self._closed and not self._thread.is_alive())
@@ -277,6 +276,7 @@ class Writer(Intake, Lifecycle):
         taking: list[Record] = []
         self._taking, self._taking_popped = taking, 0
         queue, gen_lock, clock, size = self._queue, self._gen_lock, time.monotonic, self.batch_size
+        handed = clock() + _HAND_OVER  # building hands the GIL to the application's threads (else 5 ms waits)
         while self._taking_popped < size:
             try:
                 item = queue.popleft()
@@ -286,7 +286,10 @@ class Writer(Intake, Lifecycle):
             if isinstance(item, _RECORDS):
                 taking.append(item)
                 continue
-            self._building_since = clock()
+            self._building_since = now = clock()
+            if now >= handed:
+                time.sleep(0)
+                handed = now + _HAND_OVER
             try:
                 built = item.build()
                 if not isinstance(built, _RECORDS):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from types import MappingProxyType
 from typing import Final
@@ -31,6 +32,7 @@ _LEADING: Final = re.compile(r"^\s*(?:error executing tool [^\s:]+|error|excepti
 _TRACEBACK: Final = re.compile(r"^\s*Traceback \(most recent call last\)")
 _SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
 _READ: Final = 4096
+_CACHED_TEXT: Final = 512  # longer texts are fitted each time (the cache holds at most _MAX_CACHED short ones)
 _CUT: Final = "\u2026"
 
 
@@ -49,7 +51,19 @@ def shown_name(exc: BaseException) -> str | None:
 def fit_message(text: object) -> str | None:
     """The author's text as a payload message: credentials scrubbed, a leading ``Error:`` dropped, whitespace
     folded, at most two sentences and 400 characters (cut with an ellipsis); ``None`` when nothing usable is left
-    (no text, or a traceback, which never goes to the model)."""
+    (no text, or a traceback, which never goes to the model). A plain ``str`` is fitted once per text (error texts
+    repeat: the same few messages make most of a tool's errors)."""
+    if type(text) is str and len(text) <= _CACHED_TEXT:  # exactly str: a ``Public`` text (unscrubbed) never is
+        return _fit_text(text)
+    return _fit(text)
+
+
+@functools.lru_cache(maxsize=_MAX_CACHED)
+def _fit_text(text: str) -> str | None:
+    return _fit(text)
+
+
+def _fit(text: object) -> str | None:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str) or _TRACEBACK.match(text):

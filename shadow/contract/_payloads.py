@@ -106,8 +106,10 @@ class ToolError:
     context: dict[str, redact.JSONValue] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "code", Code(self.code))
-        object.__setattr__(self, "next_action", NextAction(self.next_action))
+        if type(self.code) is not Code:  # a member already: no call through ``EnumType.__call__``
+            object.__setattr__(self, "code", Code(self.code))
+        if type(self.next_action) is not NextAction:
+            object.__setattr__(self, "next_action", NextAction(self.next_action))
         object.__setattr__(self, "message", check_message(self.message))
         if not isinstance(self.retryable, bool):
             raise TypeError(f"retryable must be a bool, not {type(self.retryable).__name__}")
@@ -145,10 +147,10 @@ class ToolError:
         return {
             "ok": False,
             "error": {
-                "code": self.code.value,
+                "code": self.code._value_,  # not ``.value``: a property look-up through the enum's class
                 "message": self.message,
                 "retryable": self.retryable,
-                "next_action": self.next_action.value,
+                "next_action": self.next_action._value_,
                 "context": self.context,
             },
         }

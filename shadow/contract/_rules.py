@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from shadow._logs import get_logger
 from shadow._names import check_name, storable_name
 from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
+from shadow.contract._builtin import EXCEPTION_RULES, PROGRAMMING_ERRORS, RESULT_RULES, phrase_matches
 from shadow.contract._codes import Code, spec
+from shadow.contract._dispatch import Block, plan
 from shadow.contract._payloads import Fail, ToolError
-from shadow.contract._phrases import PHRASES, Phrase
-from shadow.contract._reading import propose
+from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule, Translation
 from shadow.contract._values import (
     ValueMatch,
     error_text,
@@ -42,46 +41,6 @@ __all__ = [  # what other modules import from here, the readers of legacy values
 
 log = get_logger("shadow.rules")
 
-ExcMatch: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
-Extractor: TypeAlias = Callable[[Any], Mapping[str, Any] | None]
-
-@dataclass(frozen=True, slots=True)
-class Translation:
-    """The structured error a rule produced, the rule's name, and whether no rule really mapped it."""
-
-    error: ToolError
-    rule: str | None
-    unmapped: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ExceptionRule:
-    """Exception type or predicate (and optional text pattern) → code, message template, context."""
-
-    match: ExcMatch
-    code: Code
-    message: str | Callable[[BaseException], str] | None = None
-    context: Extractor | None = None
-    pattern: re.Pattern[str] | None = None
-    name: str = ""
-
-    def applies(self, exc: BaseException) -> bool:
-        """Whether this rule claims ``exc``."""
-        hit = isinstance(exc, self.match) if isinstance(self.match, type | tuple) else bool(self.match(exc))
-        return hit and (self.pattern is None or self.pattern.search(str(exc)) is not None)
-
-
-@dataclass(frozen=True, slots=True)
-class ResultRule:
-    """A matcher on a legacy return value → code (or ``None``: an error no rule maps), message, context."""
-
-    match: ValueMatch
-    code: Code | None
-    message: str | Callable[[Any], str] | None = None
-    context: Extractor | None = None
-    name: str = ""
-
-
 class Rules:
     """An ordered list of translation rules; the first that matches wins.
 
@@ -95,7 +54,7 @@ class Rules:
     its rule's message or the code's default: its text never reaches the model.
     """
 
-    __slots__ = ("exception_rules", "result_rules", "shown_types")
+    __slots__ = ("_plan", "exception_rules", "result_rules", "shown_types")
 
     def __init__(
         self,
@@ -107,6 +66,8 @@ class Rules:
         self.exception_rules: tuple[ExceptionRule, ...] = tuple(exception_rules)
         self.result_rules: tuple[ResultRule, ...] = tuple(result_rules)
         self.shown_types: tuple[type[BaseException], ...] = tuple(shown)
+        # the result rules as dispatch steps, made on first use
+        self._plan: tuple[ResultRule | Block[ResultRule], ...] | None = None
 
     def __add__(self, other: Rules) -> Rules:
         if not isinstance(other, Rules):
@@ -123,14 +84,14 @@ class Rules:
     @classmethod
     def default(cls, *, results: bool = True) -> Rules:
         """The built-in rules: stdlib exceptions, and (unless ``results=False``) legacy error values."""
-        return cls(_DEFAULT_EXCEPTION_RULES, _DEFAULT_RESULT_RULES if results else ())
+        return cls(EXCEPTION_RULES, RESULT_RULES if results else ())
 
     def without_defaults(self) -> Rules:
         """A copy without the built-in rules, keeping the order of the rest: what a stack that adds its own
         rules and ``Rules.default()`` after them (the proxy, ``shadow import``) takes from a user's
         ``Rules.default().on_result(...)``, so the built-in text rules never shadow the MCP ones."""
-        exc_defaults = {id(r) for r in _DEFAULT_EXCEPTION_RULES}
-        res_defaults = {id(r) for r in _DEFAULT_RESULT_RULES}
+        exc_defaults = {id(r) for r in EXCEPTION_RULES}
+        res_defaults = {id(r) for r in RESULT_RULES}
         return Rules([r for r in self.exception_rules if id(r) not in exc_defaults],
                      [r for r in self.result_rules if id(r) not in res_defaults], shown=self.shown_types)
 
@@ -212,7 +173,7 @@ class Rules:
         """A plain exception (the model never saw it) placed by the result rules reading its text, or by the HTTP
         status it carries: served with the code's own message (or a rule's), never the exception's words, and still
         counted unmapped (it gates cutover and ``rules suggest`` drafts a rule for it)."""
-        if type(exc) in _PROGRAMMING_ERRORS:  # Python's own words about a bug say nothing about the call
+        if type(exc) in PROGRAMMING_ERRORS:  # Python's own words about a bug say nothing about the call
             return None
         try:
             text, status = _text_of(exc), exception_status(exc)
@@ -239,28 +200,45 @@ class Rules:
 
     def translate_result(self, value: object, *, idempotent: bool = True) -> Translation | None:
         """``None`` when ``value`` is not an error; else the structured error its first matching rule gives,
-        with the value's own text as the message unless the rule gives one (``rejected`` when unplaced)."""
-        for rule in self.result_rules:
-            try:
-                if not rule.match(value):
-                    continue
-                author = fit_message(error_text(value))
-                if rule.code is None:
-                    return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
-                                       unmapped=True)
-                return Translation(_build(rule.code, rule.message, rule.context, value, idempotent, author), rule.name)
-            except Exception as broken:
-                log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
-                return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
+        with the value's own text as the message unless the rule gives one (``rejected`` when unplaced).
+
+        Runs of built-in status and phrase rules are read by the value's shape, once per run (``_dispatch``);
+        when reading the value raises, the run's rules are asked one by one, as any other rule is."""
+        steps = self._plan
+        if steps is None:
+            steps = self._plan = plan(self.result_rules)
+        for step in steps:
+            if isinstance(step, Block):
+                try:
+                    found = step.find(value)
+                except Exception:
+                    found = None
+                    for rule in step.rules:
+                        translated = self._matched(rule, value, idempotent)
+                        if translated is not None:
+                            return translated
+                if found is not None:
+                    return self._matched(found, value, idempotent, matched=True)
+                continue
+            translated = self._matched(step, value, idempotent)
+            if translated is not None:
+                return translated
         return None
 
-
-#: Python's own exception types for a bug in the code (a user's subclass of one is read as any other exception).
-_PROGRAMMING_ERRORS: Final = frozenset({
-    ArithmeticError, AssertionError, AttributeError, BufferError, EOFError, FloatingPointError, ImportError,
-    IndexError, KeyError, LookupError, ModuleNotFoundError, NameError, OverflowError, RecursionError, ReferenceError,
-    StopAsyncIteration, StopIteration, SyntaxError, SystemError, TypeError, UnboundLocalError, ZeroDivisionError,
-})
+    @staticmethod
+    def _matched(rule: ResultRule, value: object, idempotent: bool, *, matched: bool = False) -> Translation | None:
+        """The translation ``rule`` gives ``value``, or ``None`` when it does not match (``matched``: known to)."""
+        try:
+            if not matched and not rule.match(value):
+                return None
+            author = fit_message(error_text(value))
+            if rule.code is None:
+                return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
+                                   unmapped=True)
+            return Translation(_build(rule.code, rule.message, rule.context, value, idempotent, author), rule.name)
+        except Exception as broken:
+            log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
+            return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
 
 
 def _text_of(exc: BaseException) -> str:
@@ -325,95 +303,3 @@ def _name(match: object) -> str:
     if isinstance(match, str):
         return f"text~{match}"
     return getattr(match, "__name__", type(match).__name__)
-
-
-def _status_context(value: object) -> dict[str, Any]:
-    return {"status": status_of(value)}
-
-
-# ---------------------------------------------------------------- the built-in rules
-
-
-def _json_context(exc: BaseException) -> dict[str, Any]:
-    assert isinstance(exc, json.JSONDecodeError)
-    return {"line": exc.lineno, "column": exc.colno, "problem": exc.msg}
-
-
-def _unicode_context(exc: BaseException) -> dict[str, Any]:
-    assert isinstance(exc, UnicodeError)
-    return {"encoding": getattr(exc, "encoding", None)}
-
-
-_DEFAULT_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
-    ExceptionRule(TimeoutError, Code.UPSTREAM_TIMEOUT,
-                  "A service this tool depends on did not answer in time. Make the identical call again.",
-                  name="TimeoutError"),
-    ExceptionRule(ConnectionError, Code.UPSTREAM_UNAVAILABLE,
-                  "A service this tool depends on could not be reached. Make the identical call again shortly.",
-                  name="ConnectionError"),
-    ExceptionRule(FileNotFoundError, Code.NOT_FOUND,
-                  "The file or item named in the call does not exist. Check the name, for example list what exists first.",
-                  name="FileNotFoundError"),
-    ExceptionRule(FileExistsError, Code.ALREADY_EXISTS,
-                  "The file or item the call would create exists already. Use the existing one or choose another name.",
-                  name="FileExistsError"),
-    ExceptionRule(PermissionError, Code.PERMISSION_DENIED,
-                  "The tool is not allowed to access that resource. Ask the user to grant access instead of retrying.",
-                  name="PermissionError"),
-    ExceptionRule((IsADirectoryError, NotADirectoryError), Code.FAILED_PRECONDITION,
-                  "The path is not of the kind this call needs. Pass a file where a file is expected, for example a path ending in a file name.",
-                  name="IsADirectoryError|NotADirectoryError"),
-    ExceptionRule(json.JSONDecodeError, Code.VALIDATION_ERROR,
-                  "The input is not valid JSON (line {line}, column {column}). Send well-formed JSON, for example {{\"key\": \"value\"}}.",
-                  context=_json_context, name="JSONDecodeError"),
-    ExceptionRule(UnicodeError, Code.UNSUPPORTED_INPUT,
-                  "The input is not text in a supported encoding. Send UTF-8 text, for example plain ASCII.",
-                  context=_unicode_context, name="UnicodeError"),
-    ExceptionRule(NotImplementedError, Code.NOT_IMPLEMENTED,
-                  "This operation is not supported by the tool. Use a different tool or tell the user.",
-                  name="NotImplementedError"),
-    ExceptionRule(MemoryError, Code.PAYLOAD_TOO_LARGE,
-                  "The request needs more memory than the tool has. Send a smaller input, for example fewer items per call.",
-                  name="MemoryError"),
-)
-
-_STATUS_TO_CODE: Final[tuple[tuple[tuple[int, ...], Code], ...]] = (
-    ((400, 422), Code.VALIDATION_ERROR),
-    ((401,), Code.UNAUTHENTICATED),
-    ((403,), Code.PERMISSION_DENIED),
-    ((404, 410), Code.NOT_FOUND),
-    ((408, 504), Code.UPSTREAM_TIMEOUT),
-    ((409,), Code.CONFLICT),
-    ((412, 428), Code.FAILED_PRECONDITION),
-    ((413, 414, 431), Code.PAYLOAD_TOO_LARGE),
-    ((415,), Code.UNSUPPORTED_INPUT),
-    ((429,), Code.RATE_LIMITED),
-    ((499,), Code.CANCELLED),
-    ((501,), Code.NOT_IMPLEMENTED),
-    ((502, 503), Code.UPSTREAM_UNAVAILABLE),
-    ((500,), Code.INTERNAL_ERROR),
-)
-
-#: The phrase table as (pattern, code) pairs, searched in the error text with URLs and paths masked.
-_TEXT_TO_CODE: Final[tuple[tuple[str, Code], ...]] = tuple((p.pattern.pattern, p.code) for p in PHRASES)
-
-
-def phrase_matches(phrase: Phrase) -> ValueMatch:
-    """A predicate: the value is error-shaped and its error text, URLs and paths masked, reads as ``phrase``."""
-
-    def matcher(value: object) -> bool:
-        if not looks_like_error(value):
-            return False
-        text = error_text(value)
-        return text is not None and propose(text) is phrase
-
-    matcher.__name__ = f"text:{phrase.code.value}"
-    return matcher
-
-
-_DEFAULT_RESULT_RULES: Final[tuple[ResultRule, ...]] = (
-    *(ResultRule(status_in(*statuses), code, context=_status_context, name=f"status:{code.value}")
-      for statuses, code in _STATUS_TO_CODE),
-    *(ResultRule(phrase_matches(phrase), phrase.code, name=f"text:{phrase.code.value}") for phrase in PHRASES),
-    ResultRule(looks_like_error, None, name="error-shaped"),
-)

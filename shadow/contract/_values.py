@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -16,6 +17,8 @@ STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
 TEXT_KEYS: Final = ("error", "message", "detail", "error_message", "errorMessage", "msg", "reason", "title")
 STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "code")
+#: The statuses a ``status_in`` predicate accepts (by the predicate): rules read the status once for a run of them.
+STATUS_SETS: Final[weakref.WeakKeyDictionary[Callable[[Any], bool], frozenset[int]]] = weakref.WeakKeyDictionary()
 
 
 def error_text(value: object) -> str | None:
@@ -96,6 +99,7 @@ def status_in(*statuses: int) -> ValueMatch:
         return status_of(value) in wanted
 
     matcher.__name__ = "status=" + ",".join(map(str, sorted(wanted)))
+    STATUS_SETS[matcher] = wanted
     return matcher
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from shadow.contract import _rules
+from shadow.contract import _builtin
 from shadow.contract._codes import Code
 from shadow.contract._reading import reading
 from shadow.contract._rules import Rules, error_text, looks_like_error, status_of
@@ -27,7 +27,7 @@ _BUILTIN_MEANING: Final[tuple[tuple[type[BaseException], Code, str], ...]] = (
 
 def status_code(status: int) -> Code | None:
     """The code an HTTP status maps to, by the table the built-in result rules use."""
-    for statuses, code in _rules._STATUS_TO_CODE:
+    for statuses, code in _builtin.STATUS_TO_CODE:
         if status in statuses:
             return code
     return None

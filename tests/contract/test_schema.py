@@ -84,3 +84,50 @@ def test_the_schema_itself_rejects_the_acceptance_cases_without_python_checks() 
                    lambda e: e.update(retryable=True, next_action="stop"), lambda e: e.pop("context")):
         assert not validator.is_valid(broken(change))
     assert validator.is_valid(GOOD)
+
+
+def _variants() -> list[object]:
+    """Payloads near the common shapes: each field changed to each kind of value the schema may or may not take."""
+    values: list[object] = [None, True, False, 0, 1, -1, 1.0, 2.5, "", " ", "x", "retry", "stop", "not_found", [], {},
+                            {"retry_after_ms": 5}, {"retry_after_ms": -1}, {"retry_after_ms": 1.0},
+                            {"retry_after_ms": True}, {"retry_after_ms": "5"}, "A" * 401]
+    out: list[object] = [GOOD, {"ok": True, "data": 1}, {"ok": True}, {"ok": True, "data": 1, "x": 2}, {"ok": False}]
+    for key in ("code", "message", "retryable", "next_action", "context", "extra"):
+        for value in values:
+            out.append(broken(lambda e, k=key, v=value: e.update({k: v})))  # type: ignore[misc]
+    for key in ("ok", "data", "error"):
+        for value in values:
+            out.append({**GOOD, key: value})
+            out.append({"ok": True, "data": 1, key: value})
+    out.append(broken(lambda e: e.update(retryable=True, next_action="retry")))
+    return out
+
+
+def test_a_plain_payload_is_decided_without_the_general_validator_and_as_it_decides(monkeypatch: Any) -> None:
+    from shadow.contract import _schema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    variants = _variants()
+    for payload in variants:
+        if _schema._plainly_valid(payload):
+            assert validator.is_valid(payload), payload
+    expected = [shadow.is_valid(p) for p in variants]
+    assert expected.count(True) > 20  # the variants reach both answers
+    assert [validator.is_valid(p) and _rules_hold(p) for p in variants] == expected
+
+    def no_validator() -> None:
+        raise AssertionError("the general validator ran on a contract-built payload")
+
+    monkeypatch.setattr(_schema, "_validator", no_validator)
+    for code in Code:
+        assert shadow.is_valid(shadow.ToolError.of(code).payload())
+        assert shadow.is_valid(shadow.ToolError.of(code, context={"retry_after_ms": 10, "field": "x"}).payload())
+    assert shadow.is_valid({"ok": True, "data": {"a": [1, 2]}})
+
+
+def _rules_hold(payload: object) -> bool:
+    try:
+        shadow.validate(payload)
+    except shadow.PayloadError:
+        return False
+    return True

@@ -1,0 +1,51 @@
+"""One translation rule and what it gives: a structured error, the rule's name, whether it really mapped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from shadow.contract._codes import Code
+from shadow.contract._payloads import ToolError
+from shadow.contract._values import ValueMatch
+
+ExcMatch: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+Extractor: TypeAlias = Callable[[Any], Mapping[str, Any] | None]
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """The structured error a rule produced, the rule's name, and whether no rule really mapped it."""
+
+    error: ToolError
+    rule: str | None
+    unmapped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionRule:
+    """Exception type or predicate (and optional text pattern) → code, message template, context."""
+
+    match: ExcMatch
+    code: Code
+    message: str | Callable[[BaseException], str] | None = None
+    context: Extractor | None = None
+    pattern: re.Pattern[str] | None = None
+    name: str = ""
+
+    def applies(self, exc: BaseException) -> bool:
+        """Whether this rule claims ``exc``."""
+        hit = isinstance(exc, self.match) if isinstance(self.match, type | tuple) else bool(self.match(exc))
+        return hit and (self.pattern is None or self.pattern.search(str(exc)) is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRule:
+    """A matcher on a legacy return value → code (or ``None``: an error no rule maps), message, context."""
+
+    match: ValueMatch
+    code: Code | None
+    message: str | Callable[[Any], str] | None = None
+    context: Extractor | None = None
+    name: str = ""

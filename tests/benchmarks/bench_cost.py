@@ -1,0 +1,354 @@
+"""The cost of a shadowed call (issue 32), next to what else a host could do with each call, as ratios.
+
+Run: python3 tests/benchmarks/bench_cost.py [--calls N] [--rounds R] [--threads T] [--pg-url URL] [--only ARMS]
+
+Workload: N calls (default 30,000) of ``lookup(user_id, fields, limit=10)`` returning a small dict, one call in
+ten returning ``{"error": "Bad request"}``, back to back (a burst: the writer's 10,000-record queue is the only
+buffer), ``SHADOW_FLAGS="*=shadow"``, default settings. Each arm runs in a fresh process (``--child ARM``); rounds
+interleave the arms; medians are printed. The measure is the whole process's CPU (``getrusage``, every thread)
+over the N calls and the final flush, after a warm-up; the caller's own CPU (``time.thread_time``) and its
+latencies (median, p99) are printed too.
+
+Arms: ``floor`` (a plain loop building the same 26-column row: UUIDv7 id, keyed BLAKE2b fingerprints, orjson
+payloads, and inserting it with ``executemany`` in batches of 500 into the same table and indexes), ``structlog_lean``
+(a JSON line of the call: tool, args, result), ``structlog`` (a JSON line of the 26 fields shadow stores),
+``otel`` (an OpenTelemetry span per call, batch processor, in-memory exporter), ``shadow``; with PostgreSQL
+(``--pg-url`` or ``SHADOW_TEST_POSTGRES_URL``) also ``floor_pg`` and ``shadow_pg``.
+Targets: shadow at most 1.5x the floor of its backend (whole-process CPU); shadow's caller p99 at most 2x the
+structlog line's (``structlog_lean``) in the same burst; every call stored (``stored`` = N + warm-up).
+
+Threads (``--threads T``, default 16; 0 skips): T threads calling a tool that sleeps 1 ms, with the flags at legacy
+and at shadow (SQLite), side by side: the application's call rate. Target: shadow at least 90% of legacy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+ARMS = ("floor", "structlog_lean", "structlog", "otel", "shadow", "floor_pg", "shadow_pg")
+WARMUP = 300
+BATCH = 500
+ERROR: dict[str, Any] = {"error": "Bad request"}
+
+
+def lookup(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:
+    if user_id.endswith("7"):  # one call in ten
+        return {"error": "Bad request"}
+    return {"id": user_id, "fields": fields, "limit": limit, "name": "Ada", "active": True}
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _structlog(arm: str, directory: str) -> tuple[Any, Any]:
+    import structlog
+
+    fh = open(Path(directory, "structlog.jsonl"), "w")  # noqa: SIM115
+    logger = structlog.wrap_logger(structlog.WriteLogger(fh), processors=[
+        structlog.processors.TimeStamper(fmt="iso"), structlog.processors.JSONRenderer()])
+    seq = [0]
+    record_id, digest, host, pid = "01a2328e-ba6c-7472-b07c-494c35fd9cca", "0" * 32, os.uname().nodename, os.getpid()
+
+    def fn(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:
+        t0 = time.perf_counter_ns()
+        value = lookup(user_id, fields, limit)
+        seq[0] += 1
+        if arm == "structlog_lean":
+            logger.info("call", tool="lookup", args={"user_id": user_id, "fields": fields, "limit": limit},
+                        result=value)
+            return value
+        error = "error" in value
+        logger.info("call", id=record_id, session_id="bench", seq=seq[0], tool="lookup", mode="shadow",
+                    variant="legacy", fingerprint=digest, arg_hashes={"user_id": digest, "fields": digest},
+                    args={"user_id": user_id, "fields": fields}, outcome="error" if error else "ok",
+                    legacy_payload=value, new_payload={"ok": True, "data": value}, code="INVALID_ARGUMENT" if
+                    error else None, retryable=False if error else None, next_action="ask_user" if error else None,
+                    retry_after_ms=None, error_field=None, rule=None, unmapped=error, schema_valid=True,
+                    latency_us=(time.perf_counter_ns() - t0) // 1000, process=str(pid), host=host,
+                    source="live", epoch=None, flag_source="env")
+        return value
+
+    return fn, fh.flush
+
+
+def _otel() -> tuple[Any, Any]:
+    import orjson
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench")
+
+    def fn(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:
+        with tracer.start_as_current_span("tool lookup") as span:
+            value = lookup(user_id, fields, limit)
+            span.set_attribute("tool", "lookup")
+            span.set_attribute("args", orjson.dumps({"user_id": user_id, "fields": fields, "limit": limit}).decode())
+            span.set_attribute("result", orjson.dumps(value).decode())
+            return value
+
+    def flush() -> None:
+        provider.force_flush()
+        exporter.clear()
+
+    return fn, flush
+
+
+def _floor(url: str) -> tuple[Any, Any]:
+    """The plain loop: the same row shadow stores, built inline and inserted in batches of 500."""
+    import datetime as dt
+    import hashlib
+    import socket
+
+    import orjson
+
+    from shadow._ids import new_id
+    from shadow.calllog import _migrate as migrate
+    from shadow.calllog._records import _CALL_FIELDS
+
+    migrate.ensure(url)
+    sqlite = url.startswith("sqlite")
+    if sqlite:
+        import sqlite3
+
+        conn: Any = sqlite3.connect(url.split(":///", 1)[1], isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        mark = "?"
+    else:
+        import psycopg
+
+        conn = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True)
+        mark = "%s"
+    sql = (f"INSERT INTO calls ({', '.join(_CALL_FIELDS)}) VALUES ({', '.join(mark for _ in _CALL_FIELDS)}) "
+           "ON CONFLICT (id) DO NOTHING")
+    keyed = hashlib.blake2b(digest_size=16, key=os.urandom(32))
+    pid, host, rows, seq = str(os.getpid()), socket.gethostname(), [], [0]
+
+    def write() -> None:
+        if sqlite:
+            conn.execute("BEGIN")
+            conn.executemany(sql, rows)
+            conn.execute("COMMIT")
+        else:
+            with conn.cursor() as cur:
+                cur.executemany(sql, rows)
+        rows.clear()
+
+    def fn(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:
+        t0 = time.perf_counter_ns()
+        value = lookup(user_id, fields, limit)
+        seq[0] += 1
+        args = {"user_id": user_id, "fields": fields, "limit": limit}
+        hasher = keyed.copy()
+        hasher.update(orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+        hashes = {}
+        for key, item in args.items():
+            one = keyed.copy()
+            one.update(orjson.dumps(item))
+            hashes[key] = one.hexdigest()
+        error = "error" in value
+        payload = ({"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": "Bad request", "retryable": False,
+                                           "next_action": "ask_user", "context": {}}} if error else
+                   {"ok": True, "data": value})
+        ts = dt.datetime.now(dt.UTC)
+        rows.append((new_id(), "bench", seq[0], ts.isoformat(" ")[:26] if sqlite else ts, "lookup", "shadow",
+                     "legacy", hasher.hexdigest(), orjson.dumps(hashes).decode(), orjson.dumps(args).decode(),
+                     "error" if error else "ok", orjson.dumps(value).decode(), orjson.dumps(payload).decode(),
+                     "INVALID_ARGUMENT" if error else None, False if error else None,
+                     "ask_user" if error else None, None, None, "bad_request" if error else None, False, True,
+                     (time.perf_counter_ns() - t0) // 1000, pid, host, "live", None, "env"))
+        if len(rows) >= BATCH:
+            write()
+        return value
+
+    return fn, lambda: write() if rows else None
+
+
+def child(arm: str, n: int, directory: str, url: str) -> dict[str, Any]:
+    """One arm in this process: N calls and the final flush; CPU per call and caller latencies."""
+    import contextlib
+
+    ctx: Any = contextlib.nullcontext()
+    if arm.startswith("structlog"):
+        fn, flush = _structlog(arm, directory)
+    elif arm == "otel":
+        fn, flush = _otel()
+    elif arm.startswith("floor"):
+        fn, flush = _floor(url)
+    else:
+        import shadow
+
+        fn = shadow.tool(name="lookup")(lookup)
+        flush = lambda: shadow.flush(600)  # noqa: E731
+        ctx = shadow.session("bench")
+    with ctx:
+        for i in range(WARMUP):
+            fn(f"w-{i}", ["a", "b"])
+        flush()
+        time.sleep(0.2)
+        lat: list[int] = []
+        clock = time.perf_counter_ns
+        c0, t0 = _cpu(), time.thread_time()
+        for i in range(n):
+            s = clock()
+            fn(f"u-{i}", ["a", "b"])
+            lat.append(clock() - s)
+        caller = time.thread_time() - t0
+        flush()
+        used = _cpu() - c0
+    lat.sort()
+    out: dict[str, Any] = {"arm": arm, "cpu_us": used / n * 1e6, "caller_us": caller / n * 1e6,
+                           "median_ns": statistics.median(lat), "p99_ns": lat[int(0.99 * (len(lat) - 1))]}
+    if arm.startswith("shadow"):
+        from shadow.calllog import get_writer
+
+        stats = get_writer().stats
+        out.update(spooled=stats.spooled, dropped=stats.dropped)
+    if arm.startswith(("shadow", "floor")):
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            out["stored"] = conn.execute(text("SELECT count(*) FROM calls")).scalar_one()
+        engine.dispose()
+    return out
+
+
+def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
+    """T threads calling a 1 ms tool, ``calls`` in total: the application's call rate."""
+    import shadow
+
+    @shadow.tool(name="io")
+    def io(i: int) -> dict[str, int]:
+        time.sleep(0.001)
+        return {"i": i}
+
+    def run(part: int) -> None:
+        with shadow.session(f"t{part}"):
+            for i in range(part, calls, threads):
+                io(i)
+
+    io(-1)
+    shadow.flush(60)
+    workers = [threading.Thread(target=run, args=(p,)) for p in range(threads)]
+    t0 = time.monotonic()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    rate = calls / (time.monotonic() - t0)
+    shadow.flush(600)
+    return {"rate": rate}
+
+
+def _run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=1800,
+                          check=False)
+    if done.returncode:
+        raise RuntimeError(f"{args}: {done.stderr[-2000:]}")
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    result: dict[str, Any] = json.loads(line[len("RESULT "):])
+    return result
+
+
+def run_arm(arm: str, n: int, pg_admin: str | None) -> dict[str, Any]:
+    import bench_adapter  # the throw-away PostgreSQL database helpers
+
+    pg_url, pg_name = bench_adapter._pg_schema_url(pg_admin) if arm.endswith("_pg") and pg_admin else (None, "")
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            url = pg_url or f"sqlite:///{directory}/bench.db"
+            env = {**os.environ, "PYTHONPATH": str(REPO), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
+                   "SHADOW_DB_URL": url, "SHADOW_FLAGS": "*=shadow"}
+            return _run(["--child", arm, "--calls", str(n), "--dir", directory, "--url", url], env)
+    finally:
+        if pg_admin and pg_name:  # each run starts from an empty database
+            bench_adapter._drop_pg(pg_admin, pg_name)
+
+
+def run_threads(mode: str, threads: int, calls: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as directory:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
+               "SHADOW_DB_URL": f"sqlite:///{directory}/bench.db", "SHADOW_FLAGS": f"*={mode}"}
+        return _run(["--threads-child", mode, "--threads", str(threads), "--calls", str(calls)], env)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=30000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--thread-calls", type=int, default=32000)
+    ap.add_argument("--pg-url", default=os.environ.get("SHADOW_TEST_POSTGRES_URL"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--child")
+    ap.add_argument("--threads-child")
+    ap.add_argument("--dir")
+    ap.add_argument("--url")
+    ns = ap.parse_args()
+    if ns.child:
+        print("RESULT " + json.dumps(child(ns.child, ns.calls, ns.dir, ns.url)), flush=True)
+        return 0
+    if ns.threads_child:
+        print("RESULT " + json.dumps(threads_child(ns.threads_child, ns.threads, ns.calls)), flush=True)
+        return 0
+    wanted = set(ns.only.split(",")) if ns.only else set(ARMS)
+    arms = [a for a in ARMS if a in wanted and (not a.endswith("_pg") or ns.pg_url)]
+    results: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
+    rates: dict[str, list[float]] = {"legacy": [], "shadow": []}
+    for _ in range(ns.rounds):
+        for arm in arms:
+            results[arm].append(run_arm(arm, ns.calls, ns.pg_url))
+        if ns.threads:
+            for mode, got in rates.items():
+                got.append(run_threads(mode, ns.threads, ns.thread_calls)["rate"])
+    med = {a: {k: statistics.median(r[k] for r in rows) for k in ("cpu_us", "caller_us", "median_ns", "p99_ns")}
+           for a, rows in results.items()}
+    print(f"{ns.calls} calls (1 in 10 an error) back to back + final flush, median of {ns.rounds} rounds "
+          f"(load {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs)")
+    print(f"{'arm':15s} {'cpu us/call':>11s} {'caller us':>9s} {'median ns':>9s} {'p99 ns':>8s} {'spooled':>7s} "
+          f"{'dropped':>7s} {'stored':>7s}")
+    for arm, rows in results.items():
+        m = med[arm]
+        spooled = max(r.get("spooled", 0) for r in rows)
+        dropped = max(r.get("dropped", 0) for r in rows)
+        stored = min((r["stored"] for r in rows), default="-") if "stored" in rows[0] else "-"
+        print(f"{arm:15s} {m['cpu_us']:11.1f} {m['caller_us']:9.1f} {m['median_ns']:9.0f} {m['p99_ns']:8.0f} "
+              f"{spooled:7d} {dropped:7d} {stored!s:>7s}")
+    for shadow_arm, floor in (("shadow", "floor"), ("shadow_pg", "floor_pg")):
+        if shadow_arm not in med:
+            continue
+        cpu = med[shadow_arm]["cpu_us"]
+        parts = [f"{cpu / med[other]['cpu_us']:.2f}x {other}" for other in (floor, "structlog_lean", "structlog",
+                                                                            "otel") if other in med]
+        print(f"{shadow_arm} CPU per call: " + ", ".join(parts) + " (target: at most 1.5x the floor)")
+        if "structlog_lean" in med:
+            print(f"{shadow_arm} caller p99: {med[shadow_arm]['p99_ns'] / med['structlog_lean']['p99_ns']:.2f}x "
+                  "the structlog line's (target: at most 2x)")
+    if ns.threads:
+        legacy, shadowed = statistics.median(rates["legacy"]), statistics.median(rates["shadow"])
+        print(f"{ns.threads} threads of a 1 ms tool, {ns.thread_calls} calls, SQLite: legacy {legacy:,.0f} calls/s, "
+              f"shadow {shadowed:,.0f} calls/s: {shadowed / legacy:.0%} (target: at least 90%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
