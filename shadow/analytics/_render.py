@@ -121,8 +121,9 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
         if t.cutover_at is not None or t.comparison.design == "randomised":
             lines += wrap(f"  {t.tool} ({t.comparison.design}, cutover {_when(t.cutover_at)} UTC): "
                           f"{t.comparison.test.message}", width, indent="      ")
-            if t.give_ups is not None and t.give_ups.test.difference is not None:
-                lines += wrap(f"    give-ups: {t.give_ups.test.message}", width, indent="      ")
+            for quits in (t.give_ups, t.ended_soon, t.stop_quits):
+                if quits is not None and quits.test.difference is not None:
+                    lines += wrap(f"    give-ups: {quits.test.message}", width, indent="      ")
     lines.append("")
     lines += savings(report, width, wide=wide)
     lines += health(report, width, wide=wide)

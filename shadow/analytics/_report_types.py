@@ -114,6 +114,8 @@ class ToolReport:
     leaks: int | None = None  # errors whose structured payload holds traceback text or paths (scanned, capped)
     evidence: Evidence | None = None
     give_ups: Comparison | None = None  # the share of errors after which the session ended, arm against arm
+    ended_soon: Comparison | None = None  # the share of errors the session ended within N calls of
+    stop_quits: Comparison | None = None  # the share of errors answered `stop` the session ended within N calls of
 
 
 @dataclass(frozen=True, slots=True)

@@ -287,6 +287,9 @@ def loop_rate(
     max_increase: Annotated[float, typer.Option(
         "--max-increase", min=0.0, max=1.0, help="Recommendation: how much higher (loop-rate fraction, upper 95% "
         "bound) the structured arm may be and still count as not worse.")] = 0.02,
+    give_up_within: Annotated[int, typer.Option(
+        "--give-up-within", min=0, help="Recommendation: a session that makes at most this many calls after an "
+        "error counts as ended by it (the give-up guard).")] = 3,
     bytes_per_token: Annotated[float, typer.Option(
         "--bytes-per-token", min=0.1, help="Savings: the token estimator, bytes of JSON text per token.")] = 4.0,
     db_url: DbUrlOption = None,
@@ -318,7 +321,7 @@ def loop_rate(
 
     try:
         policy = Policy(max_unmapped_share=max_unmapped_share, relative_reduction=detect, power=power,
-                        max_increase=max_increase)
+                        max_increase=max_increase, give_up_within=give_up_within)
         with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
             result = loop_rate_report(models, tool=tool, since=start, until=end, seed=seed, policy=policy,
                                       bytes_per_token=bytes_per_token)

@@ -240,7 +240,7 @@ def flag_rows(data: DashboardData) -> str:
 
 
 def _give_ups_cell(t: ToolReport) -> str:
-    """The give-up share next to the loop rate: sessions that ended right after an error, arm against arm."""
-    if t.give_ups is None or t.give_ups.test.difference is None:
-        return ""
-    return f"<br><small>give-ups: {e(t.give_ups.test.message)}</small>"
+    """The give-up shares next to the loop rate, arm against arm: sessions that ended right after an error, within
+    a few calls of one, and after a ``stop``."""
+    return "".join(f"<br><small>give-ups: {e(q.test.message)}</small>" for q in (t.give_ups, t.ended_soon,
+                   t.stop_quits) if q is not None and q.test.difference is not None)
