@@ -9,7 +9,8 @@ from typing import Any, Final, TypeAlias
 ValueMatch: TypeAlias = Callable[[Any], bool]
 
 ERROR_TEXT_PREFIX = re.compile(
-    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]{1,40} (?:error|exception)\s*:)", re.IGNORECASE)
+    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]{1,40} (?:error|exception)\s*:)",
+    re.IGNORECASE)
 #: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
 STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")

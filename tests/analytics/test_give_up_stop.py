@@ -38,7 +38,7 @@ def _traffic(url: str, *, obeys_stop: bool, sessions: int = 600, seed: int = 5) 
         variant = "structured" if start >= CUTOVER and bucket(sid) <= 50 else "legacy"
         seq, ts = 0, start
 
-        def add(tool: str, fp: str, outcome: str, **extra: object) -> None:
+        def add(tool: str, fp: str, outcome: str, sid: str = sid, variant: str = variant, **extra: object) -> None:
             nonlocal seq, ts
             seq += 1
             ts += dt.timedelta(seconds=2)
