@@ -66,8 +66,8 @@ def decide(
             baseline, test.errors_a, test.errors_b, legacy_clusters.get(t.tool, []),
             errors_per_day=rate.get(t.tool), structured_share=flag.split,
             reduction=policy.relative_reduction, power=policy.power, alpha=policy.alpha)
-        facts = Facts(t.errors, t.unmapped_errors, t.schema_invalid_calls, leaks, test, t.comparison.design, flag,
-                      power, give_ups=_test(t.give_ups), ended_soon=_test(t.ended_soon),
+        facts = Facts(t.judged_errors, t.unmapped_errors, t.schema_invalid_calls, leaks, test, t.comparison.design,
+                      flag, power, give_ups=_test(t.give_ups), ended_soon=_test(t.ended_soon),
                       stop_quits=_test(t.stop_quits))
         found = None
         if evidence:

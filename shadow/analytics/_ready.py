@@ -16,7 +16,7 @@ from shadow import _clock as clock
 from shadow._config import sqlite_path
 from shadow._redact import find_leaks
 from shadow._text import counted
-from shadow.analytics._retranslate import retranslate
+from shadow.analytics._retranslate import merged, retranslate
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
 from shadow.contract._codes import CODE_TABLE, Code
@@ -242,12 +242,8 @@ def readiness(
 
 def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> list[tuple[Any, int]]:
     """Each distinct legacy outcome of the tool's logged errors, with how many rows hold it."""
-    counts: dict[str, int] = {}
     query = select(calls.c.legacy_payload).where(*where, is_error)
-    for (payload,) in conn.execution_options(yield_per=1000).execute(query):
-        key = json.dumps(payload, sort_keys=True, default=str)
-        counts[key] = counts.get(key, 0) + 1
-    return [(json.loads(key), n) for key, n in counts.items()]
+    return merged((payload, 1) for payload, in conn.execution_options(yield_per=1000).execute(query))
 
 
 def count_checks(

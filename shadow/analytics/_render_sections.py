@@ -6,7 +6,7 @@ import json
 import textwrap
 from typing import Final
 
-from shadow.analytics._report_types import LoopRateReport, iso
+from shadow.analytics._report_types import LoopRateReport, iso, rules_note
 
 #: One line under the tables saying what the loop and its variants are.
 DEFINITIONS: Final = (
@@ -31,7 +31,8 @@ def decisions(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
     if not tools:
         return []
     name_w = min(22, max(len(t.tool) for t in tools))
-    lines = ["Recommendation per tool (raise / hold / fix_rules / rollback / done):"]
+    lines = ["Recommendation per tool (raise / hold / fix_rules / rollback / done):",
+             *wrap("  " + rules_note(report), width, indent="  ")]
     for t in tools:
         assert t.recommendation is not None
         name = _cut(t.tool, name_w).ljust(name_w)

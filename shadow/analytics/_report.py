@@ -36,12 +36,14 @@ from shadow.analytics._report_types import (
     UnknownToolError,
     iso,
 )
+from shadow.analytics._retranslate import Retranslated, retranslate_by_tool
 from shadow.analytics._shapes import comparison as _comparison
 from shadow.analytics._shapes import shapes as _shapes
 from shadow.analytics._warehouse import WarehouseError
 
 if TYPE_CHECKING:
     from shadow.analytics._sql import ModelEngine
+    from shadow.contract._rules import Rules
 
 __all__ = [
     "FOLLOW_UPS", "SCHEMA_VERSION", "VARIANTS", "ArmStats", "By", "Comparison", "DataRange", "Design", "Filters",
@@ -144,13 +146,17 @@ def loop_rate_report(
     policy: Policy | None = None,
     bytes_per_token: float = effects.DEFAULT_BYTES_PER_TOKEN,
     evidence: bool = True,
+    rules: Rules | None = None,
+    rules_name: str = "the given rules",
 ) -> LoopRateReport:
     """Build the loop-rate report from a synced warehouse (DuckDB, or the same models on Spark).
 
     Times are UTC (naive or aware); ``until`` is exclusive.
 
     ``policy`` holds the thresholds of the per-tool recommendations, ``bytes_per_token`` the token estimator of
-    the savings; ``evidence=False`` leaves out the example payloads and unmapped shapes.
+    the savings; ``evidence=False`` leaves out the example payloads and unmapped shapes. With ``rules`` (named
+    ``rules_name`` in the output), every logged error's legacy outcome is translated again with them (as
+    ``shadow ready --rules`` does) and each tool's unmapped count and recommendation rest on that.
     Raises ``UnknownToolError`` when ``tool`` has no calls in the warehouse, ``WarehouseError`` when it is empty.
     """
     if not warehouse.is_synced():
@@ -223,6 +229,9 @@ def loop_rate_report(
             ended_soon=give_up("ends", name, mine, opts, within),
             stop_quits=give_up("stops", name, mine, opts, within),
         ))
+    if rules is not None:
+        again = retranslate_by_tool(warehouse.records("report_error_outcomes", params), rules)
+        by_tool = [_judged(t, again.get(t.tool)) for t in by_tool]
     changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}
     decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, the_policy, evidence=evidence)
@@ -255,7 +264,16 @@ def loop_rate_report(
         },
         follow_up_shifts=effects.follow_up_shifts(warehouse.records("report_follow_up_shifts", params)),
         health=log_health(warehouse),
+        rules=rules_name if rules is not None else "as logged",
     )
+
+
+def _judged(t: ToolReport, again: Retranslated | None) -> ToolReport:
+    """``t`` with its errors as today's rules read them: the unmapped ones, and those no longer read as errors."""
+    if again is None:  # no error of the tool is logged: nothing to read again
+        return t
+    return dataclasses.replace(t, unmapped_errors=again.unmapped, unmapped_share=_ratio(again.unmapped, again.errors),
+                               no_longer_errors=again.no_longer_errors)
 
 
 def _variant_order(variant: str) -> tuple[int, str]:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from shadow._text import counted
 from shadow.analytics._report import ArmStats, ToolReport
-from shadow.analytics._report_types import synthetic_time_note
+from shadow.analytics._report_types import rules_note, synthetic_time_note
 from shadow.dashboard._data import DashboardData
 
 _TICKS: Final = re.compile(r"`([^`\n]{1,200})`")
@@ -69,6 +69,7 @@ def recommendations(data: DashboardData) -> str:
     if not items:
         return ""
     return ('<section id="recommendations" aria-label="Recommendation per tool"><h2>What to do next, per tool</h2>'
+            f'<p class="explains" id="rules-used">{e(rules_note(data.report))}</p>'
             f'<ul class="recs">{"".join(items)}</ul></section>')
 
 
