@@ -183,6 +183,7 @@ class PendingCall:
             source=self.spec.source,
             epoch=self.epoch,
             flag_source=self.flag_source,
+            rules_fingerprint=self.spec.rules.fingerprint,
         )
 
     def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int) -> CallRecord | None:
@@ -215,7 +216,7 @@ class PendingCall:
             legacy_payload=value, new_payload=payload, code=None, retryable=None,
             next_action=None, retry_after_ms=None, error_field=None, rule=None, unmapped=False, schema_valid=True,
             latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
-            epoch=self.epoch, flag_source=self.flag_source,
+            epoch=self.epoch, flag_source=self.flag_source, rules_fingerprint=self.spec.rules.fingerprint,
         )
 
     def _arguments(self) -> dict[str, Any]:

@@ -75,6 +75,16 @@ def _arm_cells(s: ArmStats, wide: bool) -> list[str]:
     return cells
 
 
+def _by_rules(report: LoopRateReport, wide: bool) -> list[str]:
+    """Per tool and version of its rules (the fingerprint stored with each call): errors, unmapped, loop rate."""
+    if not report.by_rules:
+        return []
+    rows = [[_short(r.tool, wide), r.rules_fingerprint or "(before)", f"{r.calls:,}", f"{r.errors:,}",
+             _pct(r.unmapped_share), _pct(r.loop_rate), _when(r.first_call)] for r in report.by_rules]
+    return ["", "By rules version (the fingerprint stored with each call; (before): logged without one):",
+            *_table(["tool", "rules", "calls", "errors", "unmapped", "loop rate", "first call"], rows, "  ")]
+
+
 def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False, banner: bool = True) -> str:
     """The report as text for a terminal: within ``WIDTH`` columns unless ``wide`` (more columns and detail).
 
@@ -113,6 +123,7 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines.append(f"By {by}, whole range:")
     lines += _table([by, *_arm_head(wide)], [[_short(r.key, wide), *_arm_cells(r.stats, wide)]
                                              for r in report.rows(by)], "  ")
+    lines += _by_rules(report, wide)
     lines.append("")
     c = report.comparison
     design = "" if c.design == "none" else f", {c.design}"  # "none": no comparison could be made, the message says why

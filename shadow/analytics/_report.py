@@ -31,6 +31,7 @@ from shadow.analytics._report_types import (
     GroupRow,
     LoopRateReport,
     PeriodStats,
+    RulesRow,
     Savings,
     ToolReport,
     UnknownToolError,
@@ -265,7 +266,15 @@ def loop_rate_report(
         follow_up_shifts=effects.follow_up_shifts(warehouse.records("report_follow_up_shifts", params)),
         health=log_health(warehouse),
         rules=rules_name if rules is not None else "as logged",
+        by_rules=tuple(_rules_row(r) for r in warehouse.records("report_rules", params)),
     )
+
+
+def _rules_row(r: Mapping[str, Any]) -> RulesRow:
+    errors, unmapped, loops = int(r["errors"]), int(r["unmapped_errors"]), int(r["loops"])
+    return RulesRow(str(r["tool"]), r["rules_fingerprint"], int(r["calls"]), errors, unmapped,
+                    _ratio(unmapped, errors), loops, _ratio(loops, int(r["loop_errors"])), r["first_call"],
+                    r["last_call"])
 
 
 def _judged(t: ToolReport, again: Retranslated | None) -> ToolReport:

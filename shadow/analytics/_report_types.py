@@ -210,6 +210,23 @@ def synthetic_time_note(data: DataRange) -> str | None:
             "--since, per-day rows and savings do not say when they happened.")
 
 
+@dataclass(frozen=True, slots=True)
+class RulesRow:
+    """One tool's calls translated by one version of its rules (``rules_fingerprint``; None: logged before
+    fingerprints were stored), with their errors, unmapped share and loop rate."""
+
+    tool: str
+    rules_fingerprint: str | None
+    calls: int
+    errors: int
+    unmapped_errors: int
+    unmapped_share: float | None  # of errors
+    loops: int
+    loop_rate: float | None  # loops / errors without a gap after them
+    first_call: dt.datetime | None
+    last_call: dt.datetime | None
+
+
 def rules_note(report: LoopRateReport) -> str:
     """Which rules the recommendations judge the logged errors by, in a sentence."""
     if report.rules == "as logged":
@@ -247,6 +264,7 @@ class LoopRateReport:
     follow_up_shifts: FollowUpShifts | None = None
     health: LogHealth | None = None
     rules: str = "as logged"  # which rules classified the errors: as logged, or the ones given (translated again)
+    by_rules: tuple[RulesRow, ...] = ()  # per tool and version of its rules
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready values (times as ISO 8601 UTC strings)."""
@@ -266,6 +284,7 @@ class LoopRateReport:
             "follow_up_shifts": _plain(self.follow_up_shifts),
             "health": _plain(self.health),
             "rules": self.rules,
+            "by_rules": [_plain(r) for r in self.by_rules],
         }
 
     def to_json(self, indent: int | None = 2) -> str:

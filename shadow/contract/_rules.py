@@ -15,6 +15,7 @@ from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import Fail, ToolError
 from shadow.contract._phrases import PHRASES, Phrase, propose
+from shadow.contract._rules_id import fingerprint
 from shadow.contract._values import (
     ValueMatch,
     error_text,
@@ -93,7 +94,7 @@ class Rules:
     its rule's message or the code's default: its text never reaches the model.
     """
 
-    __slots__ = ("exception_rules", "result_rules", "shown_types")
+    __slots__ = ("_fingerprint", "exception_rules", "result_rules", "shown_types")
 
     def __init__(
         self,
@@ -105,6 +106,16 @@ class Rules:
         self.exception_rules: tuple[ExceptionRule, ...] = tuple(exception_rules)
         self.result_rules: tuple[ResultRule, ...] = tuple(result_rules)
         self.shown_types: tuple[type[BaseException], ...] = tuple(shown)
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """A short stable hash of these rules (``_rules_id``): computed once, stored with each call they
+        translate, so the report can split by rules version."""
+        found = self._fingerprint
+        if found is None:
+            found = self._fingerprint = fingerprint(self)
+        return found
 
     def __add__(self, other: Rules) -> Rules:
         if not isinstance(other, Rules):
