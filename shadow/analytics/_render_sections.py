@@ -31,14 +31,14 @@ def decisions(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
     if not tools:
         return []
     name_w = min(22, max(len(t.tool) for t in tools))
-    lines = ["Recommendation per tool (raise / hold / fix_rules / rollback / done):",
-             *wrap("  " + rules_note(report), width, indent="  ")]
+    lines = ["Recommendation per tool (raise / hold / fix_rules / rollback / done):"]
     for t in tools:
         assert t.recommendation is not None
         name = _cut(t.tool, name_w).ljust(name_w)
         head = f"  {name}  {t.recommendation.action:<9} "
         lines += textwrap.wrap("; ".join(t.recommendation.reasons), width=width, initial_indent=head,
                                subsequent_indent=" " * len(head), break_on_hyphens=False)
+    lines += wrap(rules_note(report), width)
     powered = [t for t in tools if t.power is not None and t.power.errors_per_arm_needed is not None]
     if powered:
         first = powered[0].power

@@ -92,3 +92,51 @@ def test_the_dashboard_recommends_on_the_errors_translated_again_and_says_so(log
     html = page.read_text()
     assert "Every logged error is translated again with --rules fix.py." in html
     assert 'class="action raise"' in html and 'class="action fix_rules"' not in html
+
+
+FIXED_APP = """
+import shadow
+from fix import RULES
+
+class OrderRejected(Exception):
+    pass
+
+@shadow.tool(rules=RULES)
+def book(i: int):
+    if i % 5 == 0:
+        return f"Error: train TR{4400 + i} runs on Sundays"
+    if i % 5 == 1:
+        raise KeyError(f"order {i}")
+    return {"seat": i}
+
+for i in range(40):
+    try:
+        book(i)
+    except KeyError:
+        pass
+shadow.flush()
+print(RULES.fingerprint, shadow.Rules.default().fingerprint)
+"""
+
+
+def test_the_report_splits_by_the_rules_that_translated_each_call(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    (tmp_path / "app.py").write_text(textwrap.dedent(LOG))
+    (tmp_path / "fix.py").write_text(textwrap.dedent(FIX))
+    (tmp_path / "fixed_app.py").write_text(textwrap.dedent(FIXED_APP))
+    subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=_env(url), check=True, timeout=120,
+                   capture_output=True)
+    done = subprocess.run([sys.executable, "fixed_app.py"], cwd=tmp_path, env=_env(url), check=True, timeout=120,
+                          capture_output=True, text=True)
+    fixed, default = done.stdout.split()
+    found = _cli(["report", "loop-rate", "--format", "json"], url, tmp_path)
+    assert found.returncode == 0, found.stderr
+    rows = {r["rules_fingerprint"]: r for r in json.loads(found.stdout)["by_rules"] if r["tool"] == "book"}
+    assert set(rows) == {default, fixed}
+    assert (rows[default]["calls"], rows[default]["errors"], rows[default]["unmapped_share"]) == (60, 36, 1.0)
+    assert (rows[fixed]["calls"], rows[fixed]["errors"], rows[fixed]["unmapped_share"]) == (40, 16, 0.0)
+    assert rows[default]["loop_rate"] == 0.0
+    text = _cli(["report", "loop-rate", "--no-sync"], url, tmp_path)
+    assert "By rules version" in text.stdout
+    [line] = [ln for ln in text.stdout.splitlines() if fixed in ln]
+    assert line.split()[:5] == ["book", fixed, "40", "16", "0.0%"]
