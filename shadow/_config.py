@@ -29,6 +29,7 @@ _ENV: Final = {
     "flags_last_known_max_age": "SHADOW_FLAGS_LAST_KNOWN_MAX_AGE",
     "flags_after_fork": "SHADOW_FLAGS_AFTER_FORK",
     "strict": "SHADOW_STRICT",
+    "rules": "SHADOW_RULES",
 }
 #: What a forked child does with the flags its parent had loaded (``flags_after_fork``).
 AFTER_FORK: Final = ("inherit", "reload")
@@ -61,6 +62,9 @@ class Settings:
     #: When the process writer starts, collect once and move what start-up made out of the cyclic GC's reach
     #: (``gc.freeze()``, in a background thread): a burst's full collections then walk the pending calls only.
     gc_freeze: bool = True
+    #: your rules as ``--rules`` names them (MODULE or MODULE:NAME): what ``shadow ready``, ``flags set ...
+    #: cutover``, ``report loop-rate`` and ``dashboard`` judge the logged errors with when no ``--rules`` is given
+    rules: str | None = None
     #: Called as ``on_internal_error(operation, error)`` whenever shadow's own machinery fails and swallows the
     #: failure (the adapter, the writer thread); like scientist's ``raised``. Its own failures are logged.
     on_internal_error: Callable[[str, BaseException], object] | None = None

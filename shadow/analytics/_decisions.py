@@ -11,7 +11,7 @@ from shadow.analytics import _evidence as ev
 from shadow.analytics import _power as pw
 from shadow.analytics import _stats as stats
 from shadow.analytics._recommend import Facts, FlagNow, Policy, recommend
-from shadow.analytics._report_types import FlagChange, ToolReport
+from shadow.analytics._report_types import Comparison, FlagChange, ToolReport
 
 
 def flag_now(tool: str, changes: Sequence[FlagChange]) -> FlagNow:
@@ -30,6 +30,10 @@ def _by_tool(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, A
     for r in rows:
         out[str(r["tool"])].append(r)
     return out
+
+
+def _test(found: Comparison | None) -> stats.ArmComparison | None:
+    return found.test if found is not None else None
 
 
 def decide(
@@ -62,8 +66,9 @@ def decide(
             baseline, test.errors_a, test.errors_b, legacy_clusters.get(t.tool, []),
             errors_per_day=rate.get(t.tool), structured_share=flag.split,
             reduction=policy.relative_reduction, power=policy.power, alpha=policy.alpha)
-        facts = Facts(t.errors, t.unmapped_errors, t.schema_invalid_calls, leaks, test, t.comparison.design, flag,
-                      power, t.give_ups.test if t.give_ups is not None else None)
+        facts = Facts(t.judged_errors, t.unmapped_errors, t.schema_invalid_calls, leaks, test, t.comparison.design,
+                      flag, power, give_ups=_test(t.give_ups), ended_soon=_test(t.ended_soon),
+                      stop_quits=_test(t.stop_quits))
         found = None
         if evidence:
             shapes, total = ev.unmapped_shapes(unmapped.get(t.tool, []))

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, case, func, inspect, select
 from shadow import _clock as clock
 from shadow._config import sqlite_path
 from shadow._redact import find_leaks
-from shadow.analytics._retranslate import retranslate
+from shadow.analytics._retranslate import merged, retranslate
 from shadow.analytics._text import counted
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
@@ -258,12 +258,8 @@ def readiness(
 
 def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> list[tuple[Any, int]]:
     """Each distinct legacy outcome of the tool's logged errors, with how many rows hold it."""
-    counts: dict[str, int] = {}
     query = select(calls.c.legacy_payload).where(*where, is_error)
-    for (payload,) in conn.execution_options(yield_per=1000).execute(query):
-        key = json.dumps(payload, sort_keys=True, default=str)
-        counts[key] = counts.get(key, 0) + 1
-    return [(json.loads(key), n) for key, n in counts.items()]
+    return merged((payload, 1) for payload, in conn.execution_options(yield_per=1000).execute(query))
 
 
 def count_checks(

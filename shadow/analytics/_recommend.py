@@ -20,7 +20,8 @@ class Policy:
     ``min_errors`` is how many errors a tool must have logged before a first cutover; ``relative_reduction``,
     ``power`` and ``alpha`` define the test the power figures plan for; ``max_increase`` is how much higher (in
     loop-rate points) the structured arm may be, at the upper end of the 95% interval, for an inconclusive test
-    with enough errors to still count as "not worse".
+    with enough errors to still count as "not worse"; ``give_up_within`` is how many calls after an error a
+    session may still make and count as ended by it (the give-up guard).
     """
 
     max_unmapped_share: float = 0.05
@@ -31,13 +32,14 @@ class Policy:
     power: float = pw.DEFAULT_POWER
     alpha: float = pw.DEFAULT_ALPHA
     max_increase: float = 0.02
+    give_up_within: int = 3
 
     def __post_init__(self) -> None:
         for name in ("max_unmapped_share", "max_increase"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
                 raise ValueError(f"{name} must be a fraction from 0 to 1, for example 0.05, not {value!r}")
-        for name in ("max_schema_invalid", "max_leaks", "min_errors"):
+        for name in ("max_schema_invalid", "max_leaks", "min_errors", "give_up_within"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number of at least 0, not {value!r}")
@@ -89,6 +91,8 @@ class Facts:
     flag: FlagNow
     power: pw.Power
     give_ups: stats.ArmComparison | None = None  # sessions ended right after an error, structured vs legacy
+    ended_soon: stats.ArmComparison | None = None  # sessions ended within a few calls of an error
+    stop_quits: stats.ArmComparison | None = None  # errors answered `stop` the session ended within a few calls of
 
 
 def _gate(f: Facts, p: Policy) -> list[str]:
@@ -118,14 +122,18 @@ def _need(f: Facts) -> str:
 def recommend(f: Facts, policy: Policy | None = None) -> Recommendation:
     """The first rule that applies, in this order: rollback, fix_rules, done, raise, hold (see the README).
 
-    A ``raise`` also needs the structured arm not to give up significantly more often (sessions that end right
-    after an error): a lower loop rate bought by quitting the task is not a win, so that is a ``hold``."""
+    A ``raise`` also needs the structured arm not to give up significantly more often, by any of three measures
+    (sessions that end right after an error, that end within a few calls of one, errors answered ``stop`` that
+    end the session): a lower loop rate bought by quitting the task is not a win, so that is a ``hold``."""
     found = _recommend(f, policy or Policy())
-    quits = f.give_ups
-    if found.action == "raise" and quits is not None and quits.verdict == "structured_higher":
-        return Recommendation("hold", (quits.message, "a lower loop rate bought by ending the task is not a win: "
-                                       "check which codes tell the model to stop (the codes served under the "
-                                       "evidence) before raising the cutover", *found.reasons[:1]))
+    if found.action != "raise":
+        return found
+    rose = [q.message for q in (f.give_ups, f.ended_soon, f.stop_quits)
+            if q is not None and q.verdict == "structured_higher"]
+    if rose:
+        return Recommendation("hold", (*rose, "a lower loop rate bought by ending the task is not a win: check "
+                                       "which codes tell the model to stop (the codes served under the evidence) "
+                                       "before raising the cutover", *found.reasons[:1]))
     return found
 
 

@@ -56,6 +56,16 @@ def _arm_cells(s: ArmStats, wide: bool) -> list[str]:
     return cells
 
 
+def _by_rules(report: LoopRateReport, wide: bool) -> list[str]:
+    """Per tool and version of its rules (the fingerprint stored with each call): errors, unmapped, loop rate."""
+    if not report.by_rules:
+        return []
+    rows = [[_short(r.tool, wide), r.rules_fingerprint or "(before)", f"{r.calls:,}", f"{r.errors:,}",
+             _pct(r.unmapped_share), _pct(r.loop_rate), _when(r.first_call)] for r in report.by_rules]
+    return ["", "By rules version (the fingerprint stored with each call; (before): logged without one):",
+            *table(["tool", "rules", "calls", "errors", "unmapped", "loop rate", "first call"], rows, "  ")]
+
+
 def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False, banner: bool = True) -> str:
     """The report as text for a terminal: within ``WIDTH`` columns unless ``wide`` (more columns and detail).
 
@@ -94,6 +104,7 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
     lines.append(f"By {by}, whole range:")
     lines += table([by, *_arm_head(wide)], [[_short(r.key, wide), *_arm_cells(r.stats, wide)]
                                              for r in report.rows(by)], "  ")
+    lines += _by_rules(report, wide)
     lines.append("")
     c = report.comparison
     design = "" if c.design == "none" else f", {c.design}"  # "none": no comparison could be made, the message says why
@@ -102,8 +113,9 @@ def render_table(report: LoopRateReport, by: By = "tool", *, wide: bool = False,
         if t.cutover_at is not None or t.comparison.design == "randomised":
             lines += wrap(f"  {t.tool} ({t.comparison.design}, cutover {_when(t.cutover_at)} UTC): "
                           f"{t.comparison.test.message}", width, indent="      ")
-            if t.give_ups is not None and t.give_ups.test.difference is not None:
-                lines += wrap(f"    give-ups: {t.give_ups.test.message}", width, indent="      ")
+            for quits in (t.give_ups, t.ended_soon, t.stop_quits):
+                if quits is not None and quits.test.difference is not None:
+                    lines += wrap(f"    give-ups: {quits.test.message}", width, indent="      ")
     lines.append("")
     lines += savings(report, width, wide=wide)
     lines += health(report, width, wide=wide)

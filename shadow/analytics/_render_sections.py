@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Final
 
-from shadow.analytics._report_types import LoopRateReport, iso
+from shadow.analytics._report_types import LoopRateReport, iso, rules_note
 
 #: One line under the tables saying what the loop and its variants are.
 DEFINITIONS: Final = (
@@ -57,6 +57,7 @@ def decisions(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
         head = f"  {name}  {t.recommendation.action:<9} "
         lines += textwrap.wrap("; ".join(t.recommendation.reasons), width=width, initial_indent=head,
                                subsequent_indent=" " * len(head), break_on_hyphens=False)
+    lines += wrap(rules_note(report), width)
     powered = [t for t in tools if t.power is not None and t.power.errors_per_arm_needed is not None]
     if powered:
         first = powered[0].power

@@ -6,7 +6,6 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shadow._clock import parse_time
@@ -14,6 +13,7 @@ from shadow.analytics import _effects as effects
 from shadow.analytics import _stats as stats
 from shadow.analytics._decisions import decide
 from shadow.analytics._defaults import DEFAULT_SEED
+from shadow.analytics._give_ups import give_up
 from shadow.analytics._health import log_health
 from shadow.analytics._recommend import Policy
 from shadow.analytics._render import csv_rows, render_csv, render_table
@@ -31,15 +31,20 @@ from shadow.analytics._report_types import (
     GroupRow,
     LoopRateReport,
     PeriodStats,
+    RulesRow,
     Savings,
     ToolReport,
     UnknownToolError,
     iso,
 )
+from shadow.analytics._retranslate import Retranslated, retranslate_by_tool
+from shadow.analytics._shapes import comparison as _comparison
+from shadow.analytics._shapes import shapes as _shapes
 from shadow.analytics._warehouse import WarehouseError
 
 if TYPE_CHECKING:
     from shadow.analytics._sql import ModelEngine
+    from shadow.contract._rules import Rules
 
 __all__ = [
     "FOLLOW_UPS", "SCHEMA_VERSION", "VARIANTS", "ArmStats", "By", "Comparison", "DataRange", "Design", "Filters",
@@ -67,59 +72,6 @@ def _add(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             if isinstance(v, int | float) and not isinstance(v, bool):
                 out[k] += v
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """Sessions sharing one shape of errors and loops per arm (``report_sessions``)."""
-
-    tool: str | None
-    errors_a: int
-    loops_a: int
-    errors_b: int
-    loops_b: int
-    split: stats.PairedCluster
-    weight: int
-    gives_a: int = 0  # errors after which the session ended, per arm: the give-ups
-    gives_b: int = 0
-    split_gives: stats.PairedCluster | None = None
-
-    @property
-    def paired(self) -> stats.PairedCluster:
-        return stats.PairedCluster(self.errors_a, self.loops_a, self.errors_b, self.loops_b, self.weight)
-
-    def quitting(self) -> _Shape:
-        """The same sessions with give-ups in place of loops: the give-up share compared as the loop rate is."""
-        split = self.split_gives or self.split
-        return _Shape(self.tool, self.errors_a, self.gives_a, self.errors_b, self.gives_b, split, self.weight)
-
-    def arm(self, variant: str) -> stats.Cluster:
-        if variant == "legacy":
-            return stats.Cluster(self.errors_a, self.loops_a, self.weight)
-        return stats.Cluster(self.errors_b, self.loops_b, self.weight)
-
-
-def _shapes(rows: Sequence[Mapping[str, Any]]) -> list[_Shape]:
-    return [_Shape(None if r["all_tools"] else r["tool"], int(r["errors_a"]), int(r["loops_a"]),
-                   int(r["errors_b"]), int(r["loops_b"]),
-                   stats.PairedCluster(int(r["split_errors_a"]), int(r["split_loops_a"]), int(r["split_errors_b"]),
-                                       int(r["split_loops_b"]), int(r["sessions"])),
-                   int(r["sessions"]), int(r["gives_a"]), int(r["gives_b"]),
-                   stats.PairedCluster(int(r["split_errors_a"]), int(r["split_gives_a"]), int(r["split_errors_b"]),
-                                       int(r["split_gives_b"]), int(r["sessions"]))) for r in rows]
-
-
-def _give_ups(scope: str, shapes: Sequence[_Shape], opts: Mapping[str, int]) -> Comparison:
-    """The share of errors after which the session ended, structured minus legacy, tested as the loop rate is."""
-    found = _comparison(scope, [s.quitting() for s in shapes], opts)
-    t = found.test
-    if t.difference is None or t.rate_a is None or t.rate_b is None:
-        return found
-    word = {"structured_higher": "significantly more often", "structured_lower": "significantly less often"}.get(
-        t.verdict, "about as often")
-    message = (f"sessions ended right after an error {word} in the structured arm: {t.rate_b:.1%} vs legacy "
-               f"{t.rate_a:.1%} (difference {t.difference:+.1%}, 95% CI {t.ci_low:+.1%} to {t.ci_high:+.1%})")
-    return dataclasses.replace(found, test=dataclasses.replace(t, message=message))
 
 
 def _arm(variant: str, calls: Mapping[str, Any] | None, err: Mapping[str, Any] | None, codes: Mapping[str, int],
@@ -168,21 +120,6 @@ def _arm(variant: str, calls: Mapping[str, Any] | None, err: Mapping[str, Any] |
     )
 
 
-def _comparison(scope: str, shapes: Sequence[_Shape], opts: Mapping[str, int]) -> Comparison:
-    split = [s.split for s in shapes]
-    if sum(c.errors_a * c.weight for c in split) and sum(c.errors_b * c.weight for c in split):
-        return Comparison(scope, "randomised", stats.compare_arms(split, **opts))
-    every = [s.paired for s in shapes]
-    oa, ob = sum(c.errors_a * c.weight for c in every), sum(c.errors_b * c.weight for c in every)
-    test = stats.compare_arms(every, **opts)
-    if oa and ob:
-        message = "observational, not randomised (no percentage split with errors in both arms): " + test.message
-        return Comparison(scope, "observational", dataclasses.replace(test, message=message))
-    message = (f"nothing to compare: only one arm has errors (legacy {oa}, structured {ob}); cut over a "
-               "percentage of sessions to measure the difference") if oa or ob else "nothing to compare: no errors yet"
-    return Comparison(scope, "none", dataclasses.replace(test, message=message))
-
-
 def _periods(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[PeriodStats]]:
     out: dict[str, list[PeriodStats]] = defaultdict(list)
     for r in rows:
@@ -210,13 +147,17 @@ def loop_rate_report(
     policy: Policy | None = None,
     bytes_per_token: float = effects.DEFAULT_BYTES_PER_TOKEN,
     evidence: bool = True,
+    rules: Rules | None = None,
+    rules_name: str = "the given rules",
 ) -> LoopRateReport:
     """Build the loop-rate report from a synced warehouse (DuckDB, or the same models on Spark).
 
     Times are UTC (naive or aware); ``until`` is exclusive.
 
     ``policy`` holds the thresholds of the per-tool recommendations, ``bytes_per_token`` the token estimator of
-    the savings; ``evidence=False`` leaves out the example payloads and unmapped shapes.
+    the savings; ``evidence=False`` leaves out the example payloads and unmapped shapes. With ``rules`` (named
+    ``rules_name`` in the output), every logged error's legacy outcome is translated again with them (as
+    ``shadow ready --rules`` does) and each tool's unmapped count and recommendation rest on that.
     Raises ``UnknownToolError`` when ``tool`` has no calls in the warehouse, ``WarehouseError`` when it is empty.
     """
     if not warehouse.is_synced():
@@ -239,7 +180,9 @@ def loop_rate_report(
     opts = {"seed": seed, "resamples": resamples, "min_errors": min_errors, "min_sessions": min_sessions}
     call_rows = warehouse.records("report_calls", params)
     err_rows = warehouse.records("report_errors", params)
-    shapes = _shapes(warehouse.records("report_sessions", params))
+    the_policy = policy or Policy()
+    within = the_policy.give_up_within
+    shapes = _shapes(warehouse.records("report_sessions", {**params, "within": within}))
     periods = _periods(warehouse.records("report_periods", params))
     day_sums = {(r["variant"], _key(r["day"])): r for r in warehouse.records("report_days", params)}
 
@@ -274,6 +217,7 @@ def loop_rate_report(
     for name in sorted({t for _, t in calls_vt}):
         c = _add([r for (_, t), r in calls_vt.items() if t == name])
         calls_n, errors_n = int(c["calls"]), int(c["errors"])
+        mine = [s for s in shapes if s.tool == name]
         by_tool.append(ToolReport(
             tool=name, calls=calls_n, errors=errors_n, unmapped_errors=int(c["unmapped_errors"]),
             unmapped_share=_ratio(int(c["unmapped_errors"]), errors_n),
@@ -281,12 +225,17 @@ def loop_rate_report(
             schema_invalid_share=_ratio(int(c["schema_invalid_calls"]), calls_n),
             cutover_at=cutovers.get(name), variants=tuple(g.stats for g in tool_rows if g.key == name),
             periods=tuple(periods.get(name, ())),
-            comparison=_comparison(name, [s for s in shapes if s.tool == name], opts),
-            give_ups=_give_ups(name, [s for s in shapes if s.tool == name], opts),
+            comparison=_comparison(name, mine, opts),
+            give_ups=give_up("gives", name, mine, opts, within),
+            ended_soon=give_up("ends", name, mine, opts, within),
+            stop_quits=give_up("stops", name, mine, opts, within),
         ))
+    if rules is not None:
+        again = retranslate_by_tool(warehouse.records("report_error_outcomes", params), rules)
+        by_tool = [_judged(t, again.get(t.tool)) for t in by_tool]
     changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}
-    decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, policy or Policy(), evidence=evidence)
+    decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, the_policy, evidence=evidence)
     split_tools = [t for t in decided if t.comparison.design == "randomised"]
     split_errors = sum(t.errors for t in split_tools)
     weighted = sum(sizes.get(t.tool, 0.0) * t.errors for t in split_tools)
@@ -312,11 +261,28 @@ def loop_rate_report(
                      "legacy arm's errors clustered in sessions",
             "savings": f"randomised comparison only; tokens = bytes / {bytes_per_token:g}",
             "follow_up_shifts": "structured minus legacy share, cluster-robust 95%, arms independent",
-            "recommendation": dataclasses.asdict(policy or Policy()),
+            "recommendation": dataclasses.asdict(the_policy),
         },
         follow_up_shifts=effects.follow_up_shifts(warehouse.records("report_follow_up_shifts", params)),
         health=log_health(warehouse),
+        rules=rules_name if rules is not None else "as logged",
+        by_rules=tuple(_rules_row(r) for r in warehouse.records("report_rules", params)),
     )
+
+
+def _rules_row(r: Mapping[str, Any]) -> RulesRow:
+    errors, unmapped, loops = int(r["errors"]), int(r["unmapped_errors"]), int(r["loops"])
+    return RulesRow(str(r["tool"]), r["rules_fingerprint"], int(r["calls"]), errors, unmapped,
+                    _ratio(unmapped, errors), loops, _ratio(loops, int(r["loop_errors"])), r["first_call"],
+                    r["last_call"])
+
+
+def _judged(t: ToolReport, again: Retranslated | None) -> ToolReport:
+    """``t`` with its errors as today's rules read them: the unmapped ones, and those no longer read as errors."""
+    if again is None:  # no error of the tool is logged: nothing to read again
+        return t
+    return dataclasses.replace(t, unmapped_errors=again.unmapped, unmapped_share=_ratio(again.unmapped, again.errors),
+                               no_longer_errors=again.no_longer_errors)
 
 
 def _variant_order(variant: str) -> tuple[int, str]:

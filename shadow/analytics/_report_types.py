@@ -114,6 +114,14 @@ class ToolReport:
     leaks: int | None = None  # errors whose structured payload holds traceback text or paths (scanned, capped)
     evidence: Evidence | None = None
     give_ups: Comparison | None = None  # the share of errors after which the session ended, arm against arm
+    ended_soon: Comparison | None = None  # the share of errors the session ended within N calls of
+    stop_quits: Comparison | None = None  # the share of errors answered `stop` the session ended within N calls of
+    no_longer_errors: int = 0  # logged errors the rules the report was given read as successes
+
+    @property
+    def judged_errors(self) -> int:
+        """The errors the gate counts: those logged, less the ones the given rules no longer read as errors."""
+        return self.errors - self.no_longer_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +211,33 @@ def synthetic_time_note(data: DataRange) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class RulesRow:
+    """One tool's calls translated by one version of its rules (``rules_fingerprint``; None: logged before
+    fingerprints were stored), with their errors, unmapped share and loop rate."""
+
+    tool: str
+    rules_fingerprint: str | None
+    calls: int
+    errors: int
+    unmapped_errors: int
+    unmapped_share: float | None  # of errors
+    loops: int
+    loop_rate: float | None  # loops / errors without a gap after them
+    first_call: dt.datetime | None
+    last_call: dt.datetime | None
+
+
+def rules_note(report: LoopRateReport) -> str:
+    """Which rules the recommendations judge the logged errors by, in a sentence."""
+    if report.rules == "as logged":
+        return ("Errors are classified by the rules in force when each call was logged (--rules MODULE or "
+                "SHADOW_RULES: translate them again with yours).")
+    gone = sum(t.no_longer_errors for t in report.by_tool)
+    tail = f"; {gone:,} of them no longer read as errors" if gone else ""
+    return f"Every logged error is translated again with {report.rules}{tail}."
+
+
+@dataclass(frozen=True, slots=True)
 class Filters:
     """The report's filters: tool, and UTC times (``since`` inclusive, ``until`` exclusive)."""
 
@@ -228,6 +263,8 @@ class LoopRateReport:
     methods: Mapping[str, Any] = field(default_factory=dict)
     follow_up_shifts: FollowUpShifts | None = None
     health: LogHealth | None = None
+    rules: str = "as logged"  # which rules classified the errors: as logged, or the ones given (translated again)
+    by_rules: tuple[RulesRow, ...] = ()  # per tool and version of its rules
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready values (times as ISO 8601 UTC strings)."""
@@ -246,6 +283,8 @@ class LoopRateReport:
             "methods": dict(self.methods),
             "follow_up_shifts": _plain(self.follow_up_shifts),
             "health": _plain(self.health),
+            "rules": self.rules,
+            "by_rules": [_plain(r) for r in self.by_rules],
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,6 +42,27 @@ def retranslate(rows: Iterable[tuple[Any, int]], rules: Rules) -> Retranslated:
         unmapped += count if is_unmapped else 0
         codes[code] = codes.get(code, 0) + count
     return Retranslated(errors, unmapped, gone, codes, distinct)
+
+
+def merged(rows: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
+    """Equal logged payloads (decoded JSON, compared as canonical JSON) merged, their counts added: each is
+    translated once."""
+    counts: dict[str, int] = {}
+    for payload, count in rows:
+        key = json.dumps(payload, sort_keys=True, default=str)
+        counts[key] = counts.get(key, 0) + count
+    return [(json.loads(key), n) for key, n in counts.items()]
+
+
+def retranslate_by_tool(rows: Iterable[Mapping[str, Any]], rules: Rules) -> dict[str, Retranslated]:
+    """Per tool, its logged errors translated again (``report_error_outcomes`` rows: tool, the legacy payload as
+    JSON text, how many errors hold it): what the report and the dashboard judge with today's rules."""
+    per_tool: dict[str, list[tuple[Any, int]]] = {}
+    for r in rows:
+        text = r["legacy_payload"]
+        payload = json.loads(text) if isinstance(text, str) else text
+        per_tool.setdefault(str(r["tool"]), []).append((payload, int(r["errors"])))
+    return {tool: retranslate(merged(found), rules) for tool, found in per_tool.items()}
 
 
 def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException]]) -> tuple[str, bool] | None:

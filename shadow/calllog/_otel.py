@@ -67,7 +67,7 @@ def attributes(record: CallRecord, *, arguments: bool = False, payloads: bool = 
     optional = {"shadow.code": record.code, "shadow.retryable": record.retryable,
                 "shadow.next_action": record.next_action, "shadow.retry_after_ms": record.retry_after_ms,
                 "shadow.error_field": record.error_field, "shadow.rule": record.rule,
-                "shadow.flag_source": record.flag_source}
+                "shadow.flag_source": record.flag_source, "shadow.rules_fingerprint": record.rules_fingerprint}
     out.update({k: v for k, v in optional.items() if v is not None})
     if record.arg_hashes is not None:  # hashes, not values: what repair analysis compares, safe to send
         out["shadow.arg_hashes"] = json.dumps(record.arg_hashes)

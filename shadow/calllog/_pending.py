@@ -179,7 +179,7 @@ class PendingCall:
             # the contract builds its payloads valid; an error's context comes from rules, so it is checked
             schema_valid=cancelled or (outcome is not None and (error is None or is_valid(served))),
             latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
-            epoch=self.epoch, flag_source=self.flag_source,
+            epoch=self.epoch, flag_source=self.flag_source, rules_fingerprint=self.spec.rules.fingerprint,
         )
 
     def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int,
@@ -223,6 +223,7 @@ class PendingCall:
             rule=None if outcome is None else outcome.rule, unmapped=outcome is not None and outcome.unmapped,
             schema_valid=error is None or is_valid(served), latency_us=self.latency_ns // 1000, process=_pid(),
             host=sessions.HOST, source=self.spec.source, epoch=self.epoch, flag_source=self.flag_source,
+            rules_fingerprint=self.spec.rules.fingerprint,
         )
 
     def _arguments(self) -> dict[str, Any]:

@@ -42,6 +42,7 @@ class CallRecord:
     source: str = "live"
     epoch: int | None = None
     flag_source: str | None = None
+    rules_fingerprint: str | None = None  # ``Rules.fingerprint`` of the rules that translated the call
 
     def to_row(self) -> dict[str, Any]:
         """The row to insert into ``calls``."""

@@ -38,7 +38,7 @@ _CALL_TYPES: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "code": (_STR, True), "retryable": (_BOOL, True), "next_action": (_STR, True), "retry_after_ms": (_INT, True),
     "error_field": (_STR, True), "rule": (_STR, True), "unmapped": (_BOOL, False), "schema_valid": (_BOOL, False),
     "latency_us": (_INT, False), "process": (_STR, False), "host": (_STR, False), "source": (_STR, False),
-    "flag_source": (_STR, True),
+    "flag_source": (_STR, True), "rules_fingerprint": (_STR, True),
 }
 _MARK_TYPES: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "id": (_STR, False), "session_id": (_STR, False), "seq": (_INT, False), "kind": (_STR, False),

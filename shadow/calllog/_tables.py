@@ -38,6 +38,9 @@ _EPOCH_COMMENT = "microseconds since 1970 when this process started the session'
 FLAG_SOURCE_COMMENT: Final = ("where the call's flag came from: database, last_known, env, custom; late: served legacy "
                               "because the start wait passed before the flags were known")
 
+RULES_FINGERPRINT_COMMENT: Final = ("short hash of the rules that translated the call (shadow's version and every "
+                                     "rule); NULL before 0.2")
+
 calls: Final = Table(
     "calls",
     metadata,
@@ -69,6 +72,7 @@ calls: Final = Table(
     Column("inserted_at", DateTime(timezone=True), nullable=False, server_default=_INSERTED_AT),
     Column("epoch", BigInteger, nullable=True, comment=_EPOCH_COMMENT),
     Column("flag_source", String(16), nullable=True, comment=FLAG_SOURCE_COMMENT),
+    Column("rules_fingerprint", String(16), nullable=True, comment=RULES_FINGERPRINT_COMMENT),
     Index(None, "session_id", "seq"),
     Index(None, "tool", "ts"),
     Index(None, "inserted_at"),

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from shadow.cli._app import ExitCode, app, fail, need_extra
+from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -64,12 +65,15 @@ def dashboard(
     parquet: ParquetOption = None,
     spark_master: SparkMasterOption = "local[*]",
     spark_conf: SparkConfOption = None,
+    rules: RulesOption = None,
 ) -> None:
     """Write the cutover dashboard: one self-contained HTML file that works offline (no request leaves the page).
 
     Loop rate over time per arm with the cutover moments, per-tool before vs after with the test, readiness,
     error codes, follow-ups after errors and savings. Syncs the warehouse first unless --no-sync; with --parquet
     it reads a Parquet export instead, on DuckDB or (--engine spark) on Spark, which sends back only aggregates.
+    With --rules (or SHADOW_RULES), every logged error is translated again with those rules for the
+    recommendations and readiness.
 
     \b
     Example: shadow dashboard --out cutover.html --since 2025-03-01 --serve --port 8050
@@ -79,6 +83,7 @@ def dashboard(
     need_extra("dashboard")
     start, end = time_range(since, until)
     check_engine(engine, parquet)
+    given, rules_name = rules_in_force(rules)
     where = stores(db_url, db_alias, warehouse, memory_limit)
     if parquet is None:
         open_for_reading(where, no_sync=no_sync)
@@ -87,7 +92,8 @@ def dashboard(
 
     def build() -> str:
         with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
-            return dash.build_dashboard(models, tool=tool, since=start, until=end, subtitle=subtitle)
+            return dash.build_dashboard(models, tool=tool, since=start, until=end, subtitle=subtitle, rules=given,
+                                        rules_name=rules_name)
 
     try:
         page = build()

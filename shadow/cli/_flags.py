@@ -9,7 +9,7 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._integrations import RulesOption, _rules_or_fail
+from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -109,13 +109,14 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | 
         return
     try:
         migrate.ensure(url)
-        verdict = ready.readiness(url, tool, rules=_rules_or_fail(rules), rules_name=f"--rules {rules}")
+        given, rules_name = rules_in_force(rules)
+        verdict = ready.readiness(url, tool, rules=given, rules_name=rules_name)
     except SQLAlchemyError as exc:
         store_unreachable(url, exc)
     if not verdict.ready:
         reasons = "; ".join(verdict.reasons) or "not ready"
-        judged = ("errors as classified when logged; --rules MODULE judges them with your rules" if rules is None
-                  else f"every logged error translated again with --rules {rules}")
+        judged = ("errors as classified when logged; --rules MODULE judges them with your rules"
+                  if verdict.rules == "as logged" else f"every logged error translated again with {verdict.rules}")
         fail(f"{tool} is not ready to cut over: {reasons}. Run `shadow ready {tool}` for details ({judged}), "
              "or pass --force --reason TEXT", ExitCode.FAILED)
 

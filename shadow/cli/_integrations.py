@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, NoReturn
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from shadow._config import configure
+from shadow._config import configure, settings
 from shadow.cli._app import ExitCode, app, fail, install_line, need_extra
 from shadow.cli._loader import import_user_module
 from shadow.cli._options import (
@@ -86,6 +86,20 @@ def _rules_or_fail(ref: str | None) -> Rules | None:
         return load_rules(ref)
     except ValueError as exc:
         fail(str(exc))
+
+
+def rules_in_force(ref: str | None) -> tuple[Rules | None, str]:
+    """The rules to judge the logged errors with, and their name for the output: ``--rules``, else the configured
+    ones (``SHADOW_RULES``), else none: the errors count as classified when logged (``"as logged"``)."""
+    if ref is not None:
+        return _rules_or_fail(ref), f"--rules {ref}"
+    configured = settings().rules
+    if not configured:
+        return None, "as logged"
+    try:
+        return load_rules(configured), f"SHADOW_RULES={configured}"
+    except ValueError as exc:
+        fail(f"SHADOW_RULES{str(exc).removeprefix('--rules')} (or pass --rules MODULE)")
 
 
 def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> NoReturn:

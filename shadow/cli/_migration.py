@@ -12,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shadow.analytics._ready import Readiness, StoreMissing, Thresholds, readiness
 from shadow.cli._app import ExitCode, app, fail
-from shadow.cli._integrations import RulesOption, _rules_or_fail
+from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -98,8 +98,8 @@ def ready(
 ) -> None:
     """Say whether TOOL's shadow log is good enough to cut over; exits 1 when it is not.
 
-    With --rules, every logged error is translated again with those rules (a rules fix is judged on the
-    traffic already logged); without it, errors count as they were classified when logged.
+    With --rules (or SHADOW_RULES), every logged error is translated again with those rules (a rules fix is
+    judged on the traffic already logged); without them, errors count as they were classified when logged.
 
     \b
     Example: shadow ready create_task --inventory inventory.json --min-calls 500
@@ -107,12 +107,12 @@ def ready(
     """
     url = store_url(db_url, db_alias)
     require_call_log(url)
-    given = _rules_or_fail(rules)
+    given, rules_name = rules_in_force(rules)
     try:
         limits = Thresholds(min_calls, min_errors, max_unmapped_share, max_schema_invalid, max_leaks,
                             require_proposed)
         verdict = readiness(url, tool, limits, inventory=inventory, since=time_option(since, "--since"),
-                            rules=given, rules_name=f"--rules {rules}")
+                            rules=given, rules_name=rules_name)
     except (ValueError, StoreMissing) as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:

@@ -17,6 +17,7 @@ import typer
 from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_MEMORY_LIMIT, DEFAULT_SEED
 from shadow.analytics._text import counted
 from shadow.cli._app import ExitCode, app, fail, interrupted, need_extra
+from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -287,6 +288,9 @@ def loop_rate(
     max_increase: Annotated[float, typer.Option(
         "--max-increase", min=0.0, max=1.0, help="Recommendation: how much higher (loop-rate fraction, upper 95% "
         "bound) the structured arm may be and still count as not worse.")] = 0.02,
+    give_up_within: Annotated[int, typer.Option(
+        "--give-up-within", min=0, help="Recommendation: a session that makes at most this many calls after an "
+        "error counts as ended by it (the give-up guard).")] = 3,
     bytes_per_token: Annotated[float, typer.Option(
         "--bytes-per-token", min=0.1, help="Savings: the token estimator, bytes of JSON text per token.")] = 4.0,
     db_url: DbUrlOption = None,
@@ -297,9 +301,11 @@ def loop_rate(
     parquet: ParquetOption = None,
     spark_master: SparkMasterOption = "local[*]",
     spark_conf: SparkConfOption = None,
+    rules: RulesOption = None,
 ) -> None:
     """The loop rate per arm, tool, code or day; before vs after cutover; the two-arm test; savings; and per tool a
-    recommendation (raise, hold, fix_rules, rollback, done), the power and evidence.
+    recommendation (raise, hold, fix_rules, rollback, done), the power and evidence. With --rules (or
+    SHADOW_RULES), every logged error is translated again with those rules for the recommendations.
 
     \b
     Example: shadow report loop-rate --tool create_task --since 2025-03-01 --format json
@@ -307,6 +313,7 @@ def loop_rate(
     """
     start, end = time_range(since, until)
     check_engine(engine, parquet)
+    given, rules_name = rules_in_force(rules)
     where = stores(db_url, db_alias, warehouse, memory_limit)
     if parquet is None:
         open_for_reading(where, no_sync=no_sync)
@@ -318,10 +325,10 @@ def loop_rate(
 
     try:
         policy = Policy(max_unmapped_share=max_unmapped_share, relative_reduction=detect, power=power,
-                        max_increase=max_increase)
+                        max_increase=max_increase, give_up_within=give_up_within)
         with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
             result = loop_rate_report(models, tool=tool, since=start, until=end, seed=seed, policy=policy,
-                                      bytes_per_token=bytes_per_token)
+                                      bytes_per_token=bytes_per_token, rules=given, rules_name=rules_name)
     except (WarehouseError, ValueError) as exc:
         errors_to_exit(exc)
     if fmt is Format.json:

@@ -15,6 +15,7 @@ from shadow.contract._codes import Code, spec
 from shadow.contract._dispatch import Block, plan
 from shadow.contract._payloads import Fail, ToolError
 from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule, Translation
+from shadow.contract._rules_id import fingerprint
 from shadow.contract._values import (
     ValueMatch,
     error_text,
@@ -54,7 +55,7 @@ class Rules:
     its rule's message or the code's default: its text never reaches the model.
     """
 
-    __slots__ = ("_plan", "exception_rules", "result_rules", "shown_types")
+    __slots__ = ("_fingerprint", "_plan", "exception_rules", "result_rules", "shown_types")
 
     def __init__(
         self,
@@ -68,6 +69,16 @@ class Rules:
         self.shown_types: tuple[type[BaseException], ...] = tuple(shown)
         # the result rules as dispatch steps, made on first use
         self._plan: tuple[ResultRule | Block[ResultRule], ...] | None = None
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """A short stable hash of these rules (``_rules_id``): computed once, stored with each call they
+        translate, so the report can split by rules version."""
+        found = self._fingerprint
+        if found is None:
+            found = self._fingerprint = fingerprint(self.exception_rules, self.result_rules, self.shown_types)
+        return found
 
     def __add__(self, other: Rules) -> Rules:
         if not isinstance(other, Rules):

@@ -13,6 +13,7 @@ from shadow.analytics._ready import Thresholds, count_checks
 from shadow.analytics._report import FlagChange, LoopRateReport, ToolReport, loop_rate_report
 from shadow.analytics._source import WarehouseError
 from shadow.analytics._sql import ModelEngine
+from shadow.contract._rules import Rules
 
 #: The most tools the per-tool charts draw (the busiest ones); the page says when more exist.
 MAX_TOOLS: Final = 20
@@ -199,7 +200,7 @@ def code_counts(models: ModelEngine, tools: Sequence[str], *, tool: str | None =
 
 def tool_readiness(tool: ToolReport, thresholds: Thresholds) -> ToolReadiness:
     """The gate's count checks on a tool's report row: calls, errors, unmapped share, schema-invalid payloads."""
-    checks = count_checks(tool.calls, tool.errors, tool.unmapped_errors, tool.schema_invalid_calls, thresholds)
+    checks = count_checks(tool.calls, tool.judged_errors, tool.unmapped_errors, tool.schema_invalid_calls, thresholds)
     reasons = [check.advice for check in checks if not check.passed]
     return ToolReadiness(tool.tool, not reasons, tuple(reasons), tool.calls, tool.errors, tool.unmapped_errors,
                          tool.unmapped_share, tool.schema_invalid_calls, tool.schema_invalid_share)
@@ -216,8 +217,12 @@ def collect(
     seed: int = DEFAULT_SEED,
     max_tools: int = MAX_TOOLS,
     max_buckets: int = MAX_BUCKETS,
+    rules: Rules | None = None,
+    rules_name: str = "the given rules",
 ) -> DashboardData:
     """Run the loop-rate report and the dashboard's own queries; cap what is drawn.
+
+    With ``rules`` (named ``rules_name`` on the page), the report translates every logged error again with them.
 
     ``models`` is where the SQL models run: a synced ``Warehouse`` (DuckDB, or DuckDB over a Parquet export) or
     ``SparkModels`` (Spark over a Parquet export); only small aggregates come back from either.
@@ -227,7 +232,8 @@ def collect(
     """
     if not models.is_synced():
         raise WarehouseError("the warehouse is empty; run `shadow sync` first (or drop --no-sync)")
-    report = loop_rate_report(models, tool=tool, since=since, until=until, seed=seed)
+    report = loop_rate_report(models, tool=tool, since=since, until=until, seed=seed, rules=rules,
+                              rules_name=rules_name)
     limits = thresholds or Thresholds()
     f = report.filters
     notices: list[str] = []

@@ -17,6 +17,7 @@ from plotly.offline import get_plotlyjs
 
 from shadow.analytics._report_types import FollowUpShifts
 from shadow.analytics._sql import ModelEngine
+from shadow.contract._rules import Rules
 from shadow.dashboard import _charts as charts
 from shadow.dashboard import _sections as sections
 from shadow.dashboard._data import DashboardData, collect
@@ -163,10 +164,12 @@ def render(data: DashboardData) -> str:
 
 
 def build_dashboard(models: ModelEngine, *, tool: str | None = None, since: dt.datetime | None = None,
-                    until: dt.datetime | None = None, subtitle: str | None = None) -> str:
-    """The dashboard's HTML from a synced warehouse or ``SparkModels`` (``tool``, ``since``, ``until`` as for the
-    report)."""
-    return render(collect(models, tool=tool, since=since, until=until, subtitle=subtitle))
+                    until: dt.datetime | None = None, subtitle: str | None = None, rules: Rules | None = None,
+                    rules_name: str = "the given rules") -> str:
+    """The dashboard's HTML from a synced warehouse or ``SparkModels`` (``tool``, ``since``, ``until``, ``rules``
+    as for the report)."""
+    return render(collect(models, tool=tool, since=since, until=until, subtitle=subtitle, rules=rules,
+                          rules_name=rules_name))
 
 
 def write_dashboard(models: ModelEngine, out: Path, *, tool: str | None = None, since: dt.datetime | None = None,

@@ -12,7 +12,7 @@ import re
 from typing import Any, Final
 
 from shadow.analytics._report import ArmStats, ToolReport
-from shadow.analytics._report_types import synthetic_time_note
+from shadow.analytics._report_types import rules_note, synthetic_time_note
 from shadow.analytics._text import counted
 from shadow.dashboard._data import DashboardData
 
@@ -69,6 +69,7 @@ def recommendations(data: DashboardData) -> str:
     if not items:
         return ""
     return ('<section id="recommendations" aria-label="Recommendation per tool"><h2>What to do next, per tool</h2>'
+            f'<p class="explains" id="rules-used">{e(rules_note(data.report))}</p>'
             f'<ul class="recs">{"".join(items)}</ul></section>')
 
 
@@ -240,7 +241,7 @@ def flag_rows(data: DashboardData) -> str:
 
 
 def _give_ups_cell(t: ToolReport) -> str:
-    """The give-up share next to the loop rate: sessions that ended right after an error, arm against arm."""
-    if t.give_ups is None or t.give_ups.test.difference is None:
-        return ""
-    return f"<br><small>give-ups: {e(t.give_ups.test.message)}</small>"
+    """The give-up shares next to the loop rate, arm against arm: sessions that ended right after an error, within
+    a few calls of one, and after a ``stop``."""
+    return "".join(f"<br><small>give-ups: {e(q.test.message)}</small>" for q in (t.give_ups, t.ended_soon,
+                   t.stop_quits) if q is not None and q.test.difference is not None)

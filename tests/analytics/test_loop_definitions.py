@@ -181,7 +181,7 @@ def build(sessions: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], l
             counter[1] = counter[1] if e.get("tie") and counter[1] else counter[1] + 1
             base = {"id": f"{s:02d}-{e.get('id_key', 0)}-{i:03d}", "session_id": f"session-{s}", "seq": counter[1],
                     "ts": ts, "process": "p", "host": "h", "source": "live", "inserted_at": T0, "epoch": counter[0],
-                    "flag_source": None}
+                    "flag_source": None, "rules_fingerprint": None}
             if e["kind"] == "lost":
                 continue  # its seq stays unused: a gap, as a dropped record or a crashed process leaves
             if e["kind"] != "call":

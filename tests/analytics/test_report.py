@@ -223,7 +223,7 @@ def test_json_has_the_documented_stable_shape(synced: Warehouse) -> None:
     data = json.loads(loop_rate_report(synced).to_json())
     assert set(data) == {"schema_version", "generated_at", "filters", "data_range", "variants", "by_tool",
                          "by_code", "by_day", "comparison", "savings", "flag_changes", "methods",
-                         "follow_up_shifts", "health"}
+                         "follow_up_shifts", "health", "rules", "by_rules"}
     assert data["schema_version"] == 2
     arm = data["variants"][0]
     assert {"variant", "calls", "errors", "loops", "loop_rate", "ci_low", "ci_high", "bootstrap_ci_low",

@@ -1,17 +1,24 @@
 -- report_sessions: the shapes of sessions: how many errors and loops each had in each arm, per tool and pooled,
 -- over all its errors and over those made during a randomised split.
 --
--- Reads:  error_followups, flag_periods.
+-- Reads:  error_followups, flag_periods, calls.
 -- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
+--         $within INTEGER: how many calls after an error a session may still make and count as ended by it.
 -- Returns (tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
--- split_loops_b, gives_a, gives_b, split_gives_a, split_gives_b, sessions): how many sessions had exactly that
--- shape. A give-up is an error after which the session ended (follow-up 'end' or 'nothing'): the task was dropped. Arm a is legacy, arm b structured;
+-- split_loops_b, gives_a, gives_b, split_gives_a, split_gives_b, ends_a, ends_b, split_ends_a, split_ends_b,
+-- stops_a, stops_b, split_stops_a, split_stops_b, sessions): how many sessions had exactly that shape.
+-- Three ways of giving up after an error, each counted per arm like the loops:
+--   * gives: the session ended right after the error (follow-up 'end' or 'nothing'): the task was dropped;
+--   * ends: the session made at most $within more calls after the error (of any tool), then had no more;
+--   * stops: the error's reply said next_action 'stop' (served in the structured arm; in the legacy arm what the
+--     shadow translation would have said) and the session ended within $within calls of it.
+-- Arm a is legacy, arm b structured;
 -- all_tools rows pool every tool (a session is then one cluster across tools). "split" counts only errors made
 -- while the tool's flag split sessions between the arms (mode 'cutover' with 0 < percent < 100): a randomised
 -- comparison. Errors cluster within sessions; these shapes are what the cluster-robust intervals, the seeded
 -- session bootstrap (resampling shapes is resampling sessions) and the two-arm test need.
 WITH filtered AS (
-    SELECT e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
+    SELECT e.id, e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
            e.follow_up IN ('end', 'nothing') AS gave_up,
            EXISTS (
                SELECT 1 FROM flag_periods AS p
@@ -23,6 +30,21 @@ WITH filtered AS (
       AND ($tool IS NULL OR e.tool = $tool)
       AND ($since IS NULL OR e.ts >= $since)
       AND ($until IS NULL OR e.ts < $until)
+),
+-- Per call of those sessions: how many calls the session made after it (in the order of error_followups).
+positions AS (
+    SELECT id, next_action,
+           COUNT(*) OVER (PARTITION BY session_id)
+           - ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, id) AS calls_after
+    FROM calls
+    WHERE session_id IN (SELECT session_id FROM filtered)
+),
+marked AS (
+    SELECT f.tool, f.session_id, f.in_b, f.looped, f.gave_up, f.in_split,
+           p.calls_after <= $within AS ended,
+           p.calls_after <= $within AND COALESCE(p.next_action = 'stop', false) AS stopped
+    FROM filtered AS f
+    JOIN positions AS p ON p.id = f.id
 ),
 per_session AS (
     SELECT
@@ -39,12 +61,21 @@ per_session AS (
         count(*) FILTER (WHERE NOT in_b AND gave_up) AS gives_a,
         count(*) FILTER (WHERE in_b AND gave_up) AS gives_b,
         count(*) FILTER (WHERE in_split AND NOT in_b AND gave_up) AS split_gives_a,
-        count(*) FILTER (WHERE in_split AND in_b AND gave_up) AS split_gives_b
-    FROM filtered
+        count(*) FILTER (WHERE in_split AND in_b AND gave_up) AS split_gives_b,
+        count(*) FILTER (WHERE NOT in_b AND ended) AS ends_a,
+        count(*) FILTER (WHERE in_b AND ended) AS ends_b,
+        count(*) FILTER (WHERE in_split AND NOT in_b AND ended) AS split_ends_a,
+        count(*) FILTER (WHERE in_split AND in_b AND ended) AS split_ends_b,
+        count(*) FILTER (WHERE NOT in_b AND stopped) AS stops_a,
+        count(*) FILTER (WHERE in_b AND stopped) AS stops_b,
+        count(*) FILTER (WHERE in_split AND NOT in_b AND stopped) AS split_stops_a,
+        count(*) FILTER (WHERE in_split AND in_b AND stopped) AS split_stops_b
+    FROM marked
     GROUP BY GROUPING SETS ((tool, session_id), (session_id))
 )
 SELECT tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
-       split_loops_b, gives_a, gives_b, split_gives_a, split_gives_b, count(*) AS sessions
+       split_loops_b, gives_a, gives_b, split_gives_a, split_gives_b, ends_a, ends_b, split_ends_a, split_ends_b,
+       stops_a, stops_b, split_stops_a, split_stops_b, count(*) AS sessions
 FROM per_session
 GROUP BY ALL
 ORDER BY ALL

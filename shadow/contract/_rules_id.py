@@ -1,0 +1,63 @@
+"""A rules object's fingerprint: a short stable hash of which rules it holds, stored with each call it translated."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from shadow.contract._rule import ExceptionRule, ResultRule
+
+#: Hex digits kept: 48 bits, plenty to tell apart the rules versions one deployment ever runs.
+LENGTH: Final = 12
+
+
+def fingerprint(exception_rules: Sequence[ExceptionRule], result_rules: Sequence[ResultRule],
+                shown_types: Sequence[type[BaseException]]) -> str:
+    """The fingerprint of a ``Rules`` holding these: shadow's version (the built-in rules are those of the installed
+    release) and every rule in order: its name, code, pattern, what it matches, its message and context; and the
+    shown types.
+
+    Stable across processes and machines (no object ids), so records of the same rules group together."""
+    described = {
+        "shadow": _version(),
+        "exceptions": [_exception_rule(r) for r in exception_rules],
+        "results": [_result_rule(r) for r in result_rules],
+        "shown": [_name(t) for t in shown_types],
+    }
+    text = json.dumps(described, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:LENGTH]
+
+
+def _version() -> str:
+    """The installed release of shadow (its built-in rules are that release's)."""
+    try:
+        return metadata.version("shadow-errors")
+    except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+        return "unknown"
+
+
+def _exception_rule(rule: ExceptionRule) -> list[Any]:
+    match = rule.match
+    kinds = [_name(t) for t in match] if isinstance(match, tuple) else [_name(match)]
+    pattern = rule.pattern.pattern if isinstance(rule.pattern, re.Pattern) else None
+    return [rule.name, rule.code.value, kinds, pattern, _name(rule.message), _name(rule.context)]
+
+
+def _result_rule(rule: ResultRule) -> list[Any]:
+    code = rule.code.value if rule.code is not None else None
+    return [rule.name, code, _name(rule.match), _name(rule.message), _name(rule.context)]
+
+
+def _name(thing: object) -> str | None:
+    """A text naming ``thing`` the same in every process: a string as it is, a type or function by module and
+    qualified name (a regex matcher by its pattern, through the rule's name)."""
+    if thing is None or isinstance(thing, str):
+        return thing
+    module = getattr(thing, "__module__", None) or ""
+    qualname = getattr(thing, "__qualname__", None) or type(thing).__qualname__
+    return f"{module}.{qualname}"
