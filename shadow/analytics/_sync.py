@@ -93,7 +93,7 @@ def plan(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta)
     if not rebuild and state and state.get("schema") != schema_hash():
         raise WarehouseError(f"the warehouse {wh.path} was built for an older call-log schema; run "
                              "`shadow sync --rebuild`")
-    full = rebuild or not state or not wh.is_synced()
+    full = rebuild or not state or not wh.is_mirrored()
     bounds = {t.name: None if full else _parse_ts(state.get(f"lower.{t.name}")) for t in LOG_TABLES}
     try:
         writer = oldest_writer(engine)
@@ -227,14 +227,15 @@ def _merge(con: duckdb.DuckDBPyConnection, name: str, stage_table: str, lower: d
 
 
 def _derive_scope(wh: Warehouse) -> int:
-    """Recompute error follow-ups of the sessions that received rows in this sync only."""
+    """Recompute error follow-ups and session counters of the sessions that received rows in this sync only."""
     from shadow.analytics import _sql as sql
 
     con = wh.con
     sql.run(con, "flag_periods", prefix="CREATE OR REPLACE TABLE flag_periods AS ")
     con.execute("CREATE OR REPLACE TEMP TABLE sync_scope AS SELECT DISTINCT session_id FROM sync_scope")
-    con.execute("DELETE FROM error_followups WHERE session_id IN (SELECT session_id FROM sync_scope)")
-    sql.run(con, "error_followups", {"all_sessions": False}, prefix="INSERT INTO error_followups ")
+    for name in ("error_followups", "session_counters"):
+        con.execute(f"DELETE FROM {name} WHERE session_id IN (SELECT session_id FROM sync_scope)")
+        sql.run(con, name, {"all_sessions": False}, prefix=f"INSERT INTO {name} ")
     return _scalar(con, "SELECT count(*) FROM sync_scope")
 
 
@@ -295,7 +296,7 @@ def _run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
          progress: Progress | None, started: float) -> SyncResult:
     url = url or settings().db_url
     try:
-        expect_full = rebuild or not wh.is_synced()
+        expect_full = rebuild or not wh.is_mirrored()
     except duckdb.Error:  # a damaged warehouse: the plan says so
         expect_full = False
     with _arrow.connecting(url, full=expect_full) as early:  # the reader's set-up runs while the sync plans
