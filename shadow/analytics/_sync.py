@@ -75,6 +75,10 @@ class Plan:
     margin: dt.timedelta
 
 
+#: DuckDB threads inserting a table's stream (at most; fewer on fewer cores).
+INSERT_THREADS: Final = 4
+
+
 def _stage_name(table: Table) -> str:
     return f"_stage_{table.name}"
 
@@ -140,6 +144,10 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
     con.execute(f'DROP TABLE IF EXISTS "{target}"')
     con.execute(ddl(table, target, storage=True))
     con.execute("SET preserve_insertion_order = false")  # lets DuckDB write the stream's row groups in parallel
+    # Each inserting thread holds a row group it fills (about 18 MB of calls each, outside the memory limit), and
+    # the stream comes from at most four readers: more threads would cost memory with the cores, not speed.
+    threads = int(_scalar(con, "SELECT current_setting('threads')"))
+    con.execute(f"SET threads = {min(threads, INSERT_THREADS)}")
     try:
         with stream as reader:
             con.register("_arrow_batches", reader)
@@ -159,6 +167,7 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
                              "sync again") from None
     finally:
         con.execute("RESET preserve_insertion_order")
+        con.execute(f"SET threads = {threads}")
     return _scalar(con, f'SELECT count(*) FROM "{target}"')
 
 

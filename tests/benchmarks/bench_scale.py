@@ -37,19 +37,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# What the report reads from calls, aggregated once: the bare scan the report is held against.
-SCAN = """
-SELECT count(*), count(DISTINCT session_id), min(ts), max(ts), max(epoch), sum(seq),
-       count(DISTINCT tool), count(DISTINCT variant), count(DISTINCT code), count(DISTINCT process),
-       count(*) FILTER (WHERE outcome = 'error'), count(*) FILTER (WHERE unmapped),
-       count(*) FILTER (WHERE NOT schema_valid), count(*) FILTER (WHERE source = 'simulated'),
-       sum(latency_us)
-FROM calls
-"""
+from bench_report import PLAIN_SCAN  # noqa: E402
 
 CHILD = r"""
-import io, json, resource, sys, time
-mode, warehouse, scan = sys.argv[1:4]
+import contextlib, io, json, resource, sys, time
+mode, warehouse, url, memory_limit, scan = sys.argv[1:6]
 
 
 def cpu():
@@ -59,62 +51,54 @@ def cpu():
 
 t_start = time.perf_counter()
 import duckdb
-if mode == "report":
-    import contextlib
+if mode != "scan":
     from shadow.cli import app
-    from shadow.analytics import _render, _report, _warehouse  # what the command imports on first use
+    from shadow.analytics import _render, _report, _sync, _warehouse  # what the commands import on first use
 imports = time.perf_counter() - t_start
+limit = ["--memory-limit", memory_limit] if memory_limit else []
 t0, c0 = time.perf_counter(), cpu()
-if mode == "scan":
+if mode == "scan":  # DuckDB's own defaults, as a user's ad-hoc query would run
     con = duckdb.connect(warehouse, read_only=True)
-    opened = time.perf_counter() - t0
-    t0, c0 = time.perf_counter(), cpu()
-    con.execute(scan).fetchall()
+    for query in json.loads(scan):
+        con.execute(query).fetchall()
     con.close()
 else:
-    opened = 0.0
+    argv = (["report", "loop-rate", "--no-sync", "--warehouse", warehouse] if mode == "report" else
+            ["sync", "--rebuild", "--db-url", url, "--warehouse", warehouse])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:
-            app(["report", "loop-rate", "--no-sync", "--warehouse", warehouse], standalone_mode=False)
+            app(argv + limit, standalone_mode=False)
         except SystemExit as exc:
             if exc.code:
                 raise
-    assert "loop rate" in out.getvalue().lower(), out.getvalue()[:2000]
+    if mode == "report":
+        assert "loop rate" in out.getvalue().lower(), out.getvalue()[:2000]
 print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": cpu() - c0, "import_seconds": imports,
-                  "open_seconds": opened}))
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
-def run_measured(argv: list[str], code: Path) -> tuple[dict[str, float], float, float]:
-    """Run ``argv`` with ``code`` first on the path; its JSON line (if any), wall seconds and peak RSS in MiB."""
+def child(code: Path, mode: str, warehouse: Path, url: str = "", memory_limit: str = "") -> dict[str, float]:
+    """One fresh process running ``mode`` with ``code`` first on the path: its figures, wall seconds, peak RSS."""
+    if mode == "sync":
+        for p in (warehouse, Path(f"{warehouse}.wal")):
+            p.unlink(missing_ok=True)
+    argv = [sys.executable, "-c", CHILD, mode, str(warehouse), url, memory_limit, json.dumps(PLAIN_SCAN)]
     env = dict(os.environ, PYTHONPATH=str(code))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=code)
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status, usage = os.wait4(proc.pid, 0)  # this process's own usage (and that of those it waited for)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        text = out.read().decode()
         if proc.returncode:
-            raise SystemExit(f"{argv[:6]} failed ({proc.returncode}):\n{err.read().decode()[-3000:]}")
-    lines = [line for line in text.splitlines() if line.startswith("{")]
-    return (json.loads(lines[-1]) if lines else {}), wall, usage.ru_maxrss / 1024
-
-
-def sync(code: Path, url: str, warehouse: Path) -> tuple[float, float]:
-    for p in (warehouse, Path(f"{warehouse}.wal")):
-        p.unlink(missing_ok=True)
-    _, wall, rss = run_measured([sys.executable, "-m", "shadow", "sync", "--rebuild", "--db-url", url,
-                                 "--warehouse", str(warehouse)], code)
-    return wall, rss
-
-
-def child(code: Path, mode: str, warehouse: Path) -> dict[str, float]:
-    found, wall, rss = run_measured([sys.executable, "-c", CHILD, mode, str(warehouse), SCAN], code)
-    return {**found, "wall": wall, "rss": rss}
+            raise SystemExit(f"{mode} of {code} failed ({proc.returncode}):\n{err.read().decode()[-3000:]}")
+        found = json.loads(out.read().decode().strip().splitlines()[-1])
+    return {**found, "wall": wall, "peak_rss": usage.ru_maxrss / 1024}
 
 
 def median(runs: list[dict[str, float]], key: str) -> float:
@@ -126,7 +110,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, nargs="+", default=[1_000_000, 5_000_000],
                         help="sizes of the call log (default 1 and 5 million)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement, alternated; the median")
-    parser.add_argument("--sync-repeat", type=int, default=1, help="syncs per checkout and size")
+    parser.add_argument("--sync-repeat", type=int, default=1, help="syncs per checkout and size (the median)")
+    parser.add_argument("--memory-limit", default="",
+                        help="--memory-limit of the sync and the report (default: the commands' own default)")
     parser.add_argument("--compare", type=Path, default=None,
                         help="another checkout (before): its sync and report measured too, alternated with these")
     parser.add_argument("--dir", type=Path, default=None,
@@ -151,28 +137,34 @@ def main() -> None:
                 print(f"generated {n:,} calls in {time.perf_counter() - t:.1f} s "
                       f"({store.stat().st_size / 2**30:.2f} GiB)", flush=True)
             url = f"sqlite:///{store}"
-            for label, code in checkouts:
-                wh = work / f"wh-{label}-{n}.duckdb"
-                syncs = [sync(code, url, wh) for _ in range(args.sync_repeat)]
-                wall, rss = min(s[0] for s in syncs), max(s[1] for s in syncs)
-                line = f"{n:>10,} calls  {label:<8} sync: {wall:6.1f} s, peak RSS {rss:6.0f} MiB"
+            syncs: dict[str, list[dict[str, float]]] = {}
+            for i in range(args.sync_repeat):
+                for label, code in checkouts[i % len(checkouts):] + checkouts[:i % len(checkouts)]:
+                    wh = work / f"wh-{label}-{n}.duckdb"
+                    syncs.setdefault(label, []).append(child(code, "sync", wh, url, args.memory_limit))
+            for label, _ in checkouts:
+                runs = syncs[label]
+                line = (f"{n:>10,} calls  {label:<8} sync:   {median(runs, 'seconds'):6.1f} s (CPU "
+                        f"{median(runs, 'cpu_seconds'):6.1f} s); peak RSS {max(r['rss'] for r in runs):5.0f} MiB, "
+                        f"its SQLite reader {max(r['child_rss'] for r in runs):4.0f} MiB (target <= 400 MiB)")
                 print(line, flush=True)
                 lines.append(line)
-            runs: dict[str, list[dict[str, float]]] = {}
-            jobs = [(f"scan-{label}", code, "scan", work / f"wh-{label}-{n}.duckdb") for label, code in checkouts]
-            jobs += [(f"report-{label}", code, "report", work / f"wh-{label}-{n}.duckdb") for label, code in checkouts]
+            timed: dict[str, list[dict[str, float]]] = {}
+            jobs = [(f"{mode}-{label}", code, mode) for mode in ("scan", "report") for label, code in checkouts]
             for i in range(args.repeat):
-                for name, code, mode, wh in jobs[i % len(jobs):] + jobs[:i % len(jobs)]:
-                    runs.setdefault(name, []).append(child(code, mode, wh))
+                for name, code, mode in jobs[i % len(jobs):] + jobs[:i % len(jobs)]:
+                    wh = work / f"wh-{name.split('-', 1)[1]}-{n}.duckdb"
+                    timed.setdefault(name, []).append(child(code, mode, wh, url, args.memory_limit))
             for label, _ in checkouts:
-                scan, report = runs[f"scan-{label}"], runs[f"report-{label}"]
-                line = (f"{n:>10,} calls  {label:<8} report: {median(report, 'seconds'):6.2f} s "
-                        f"(CPU {median(report, 'cpu_seconds'):6.2f} s), scan {median(scan, 'seconds'):5.2f} s "
-                        f"(CPU {median(scan, 'cpu_seconds'):5.2f} s): report / scan wall "
-                        f"{median(report, 'seconds') / median(scan, 'seconds'):5.1f}x, CPU "
-                        f"{median(report, 'cpu_seconds') / median(scan, 'cpu_seconds'):5.1f}x (target <= 3x); "
-                        f"peak RSS report {max(r['rss'] for r in report):5.0f} MiB, scan "
-                        f"{max(r['rss'] for r in scan):4.0f} MiB; report imports {median(report, 'import_seconds'):.1f} s")
+                scan, report = timed[f"scan-{label}"], timed[f"report-{label}"]
+                line = (f"{n:>10,} calls  {label:<8} report: {median(report, 'seconds'):6.2f} s (CPU "
+                        f"{median(report, 'cpu_seconds'):5.2f} s), scan {median(scan, 'seconds'):5.2f} s (CPU "
+                        f"{median(scan, 'cpu_seconds'):5.2f} s): report / scan wall "
+                        f"{median(report, 'seconds') / median(scan, 'seconds'):4.1f}x, CPU "
+                        f"{median(report, 'cpu_seconds') / median(scan, 'cpu_seconds'):4.1f}x (target <= 3x); "
+                        f"peak RSS report {max(r['rss'] for r in report):5.0f} MiB (target <= 400 MiB), scan "
+                        f"{max(r['rss'] for r in scan):4.0f} MiB; imports (not timed) report "
+                        f"{median(report, 'import_seconds'):.1f} s")
                 print(line, flush=True)
                 lines.append(line)
     finally:
