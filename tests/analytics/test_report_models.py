@@ -75,7 +75,7 @@ def evidence_definition(calls: list[dict[str, Any]], max_codes: int, per_code: i
 
 def _neg(text: str) -> tuple[int, ...]:
     """An order key that sorts strings backwards (the smaller id wins a tie on the latest time)."""
-    return tuple(-ord(ch) for ch in text) + (0,)
+    return (*(-ord(ch) for ch in text), 0)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,7 +116,7 @@ def test_sessions_with_gaps_and_missing_records_follow_the_sequence_numbers(
         calls: list[dict[str, Any]], marks: list[tuple[str, int | None, int]], tool: str | None) -> None:
     wh = warehouse(calls, marks)
     totals = wh.records("report_totals", {"tool": tool, "since": None, "until": None})[0]
-    health = [r for r in wh.records("report_log_health") if r["kind"] == "sessions"][0]
+    health = next(r for r in wh.records("report_log_health") if r["kind"] == "sessions")
     mine = {c["session_id"] for c in calls if tool is None or c["tool"] == tool}
     gapped, sessions, with_gaps, missing = gaps_definition(calls, marks, mine)
     assert totals["sessions_with_gaps"] == gapped
