@@ -61,6 +61,7 @@ limit = ["--memory-limit", memory_limit] if memory_limit else []
 t0, c0 = time.perf_counter(), cpu()
 if mode == "scan":  # DuckDB's own defaults, as a user's ad-hoc query would run
     con = duckdb.connect(warehouse, read_only=True)
+    con.execute("SET enable_progress_bar = false")  # as the warehouse does: it would print on stdout
     for query in json.loads(scan):
         con.execute(query).fetchall()
     con.close()
@@ -100,7 +101,7 @@ def child(code: Path, mode: str, warehouse: Path, url: str = "", memory_limit: s
         if proc.returncode:
             raise SystemExit(f"{mode} of {code} failed ({proc.returncode}):\n{err.read().decode()[-3000:]}")
         text = out.read().decode()
-        lines = [line for line in text.splitlines() if line.startswith('{"seconds"')]
+        lines = [line[line.index('{"seconds"'):] for line in text.splitlines() if '{"seconds"' in line]
         if not lines:
             raise SystemExit(f"{mode} of {code} printed no figures:\n{text[-2000:]}\n{err.read().decode()[-2000:]}")
         found = json.loads(lines[-1])
