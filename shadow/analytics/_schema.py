@@ -15,7 +15,7 @@ LOG_TABLES: Final = (tables.calls, tables.marks)
 #: Small tables copied whole on every sync.
 SMALL_TABLES: Final = (tables.flags, tables.flag_audit, tables.writer_stats)
 #: Tables computed in the warehouse from the mirrored ones, by the SQL model of the same name.
-DERIVED: Final = ("flag_periods", "error_followups")
+DERIVED: Final = ("flag_periods", "error_followups", "session_counters")
 STATE_TABLE: Final = "_shadow_sync"
 #: Columns of unique, high-entropy text (UUIDv7 ids, SHA-256 argument fingerprints) that a sync stores uncompressed:
 #: DuckDB's dictionary and FSST compression halves them at most, and was the costliest part of the insert. For a

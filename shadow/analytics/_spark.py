@@ -1,9 +1,9 @@
 """The loop-rate models on Apache Spark over a ``shadow export parquet`` directory; only small aggregates come back.
 
 ``SparkModels`` reads the export (a local folder, or any URI Spark reads such as ``s3a://bucket/shadow``), computes
-the two derived tables (``flag_periods``, ``error_followups``) on the cluster and caches them, then answers the
-report's models (``_dialect.spark_sql``) with bound parameters. Its ``records`` has the warehouse's shape, so
-``loop_rate_report`` renders the same report from either engine.
+the derived tables (``flag_periods``, ``error_followups``, ``session_counters``) on the cluster and caches them,
+then answers the report's models (``_dialect.spark_sql``) with bound parameters. Its ``records`` has the
+warehouse's shape, so ``loop_rate_report`` renders the same report from either engine.
 """
 
 from __future__ import annotations
@@ -202,6 +202,7 @@ class SparkModels:
         self.spark.sql("SELECT CAST(NULL AS STRING) AS session_id WHERE false").createOrReplaceTempView("sync_scope")
         self._derive("flag_periods", {})
         self._derive("error_followups", {"all_sessions": True})
+        self._derive("session_counters", {"all_sessions": True})
 
     def _derive(self, name: str, params: Mapping[str, Any]) -> None:
         frame = self.spark.sql(spark_sql(name), args=dict(params)).cache()

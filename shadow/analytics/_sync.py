@@ -56,6 +56,10 @@ class Warehouse(Protocol):
         """Whether the warehouse holds a synced call log."""
         ...
 
+    def is_mirrored(self) -> bool:
+        """Whether a sync completed here (derived tables of older models may be missing)."""
+        ...
+
     def set_state(self, values: dict[str, str]) -> None:
         """Record sync bookkeeping (inside the caller's transaction)."""
         ...
@@ -100,6 +104,10 @@ class Plan:
     margin: dt.timedelta
 
 
+#: DuckDB threads inserting a table's stream (at most; fewer on fewer cores).
+INSERT_THREADS: Final = 4
+
+
 def _stage_name(table: Table) -> str:
     return f"_stage_{table.name}"
 
@@ -118,7 +126,7 @@ def plan(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta)
     if not rebuild and state and state.get("schema") != schema_hash():
         raise WarehouseError(f"the warehouse {wh.path} was built for an older call-log schema; run "
                              "`shadow sync --rebuild`")
-    full = rebuild or not state or not wh.is_synced()
+    full = rebuild or not state or not wh.is_mirrored()
     bounds = {t.name: None if full else _parse_ts(state.get(f"lower.{t.name}")) for t in LOG_TABLES}
     try:
         writer = oldest_writer(engine)
@@ -165,6 +173,10 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
     con.execute(f'DROP TABLE IF EXISTS "{target}"')
     con.execute(ddl(table, target, storage=True))
     con.execute("SET preserve_insertion_order = false")  # lets DuckDB write the stream's row groups in parallel
+    # Each inserting thread holds a row group it fills (about 18 MB of calls each, outside the memory limit), and
+    # the stream comes from at most four readers: more threads would cost memory with the cores, not speed.
+    threads = int(_scalar(con, "SELECT current_setting('threads')"))
+    con.execute(f"SET threads = {min(threads, INSERT_THREADS)}")
     try:
         with stream as reader:
             con.register("_arrow_batches", reader)
@@ -184,6 +196,7 @@ def _load(con: duckdb.DuckDBPyConnection, table: Table, target: str,
                              "sync again") from None
     finally:
         con.execute("RESET preserve_insertion_order")
+        con.execute(f"SET threads = {threads}")
     return _scalar(con, f'SELECT count(*) FROM "{target}"')
 
 
@@ -252,14 +265,15 @@ def _merge(con: duckdb.DuckDBPyConnection, name: str, stage_table: str, lower: d
 
 
 def _derive_scope(wh: Warehouse) -> int:
-    """Recompute error follow-ups of the sessions that received rows in this sync only."""
+    """Recompute error follow-ups and session counters of the sessions that received rows in this sync only."""
     from shadow.analytics import _sql as sql
 
     con = wh.con
     sql.run(con, "flag_periods", prefix="CREATE OR REPLACE TABLE flag_periods AS ")
     con.execute("CREATE OR REPLACE TEMP TABLE sync_scope AS SELECT DISTINCT session_id FROM sync_scope")
-    con.execute("DELETE FROM error_followups WHERE session_id IN (SELECT session_id FROM sync_scope)")
-    sql.run(con, "error_followups", {"all_sessions": False}, prefix="INSERT INTO error_followups ")
+    for name in ("error_followups", "session_counters"):
+        con.execute(f"DELETE FROM {name} WHERE session_id IN (SELECT session_id FROM sync_scope)")
+        sql.run(con, name, {"all_sessions": False}, prefix=f"INSERT INTO {name} ")
     return _scalar(con, "SELECT count(*) FROM sync_scope")
 
 
@@ -320,7 +334,7 @@ def _run(wh: Warehouse, url: str | None, *, rebuild: bool, margin: dt.timedelta,
          progress: Progress | None, started: float) -> SyncResult:
     url = url or settings().db_url
     try:
-        expect_full = rebuild or not wh.is_synced()
+        expect_full = rebuild or not wh.is_mirrored()
     except duckdb.Error:  # a damaged warehouse: the plan says so
         expect_full = False
     with _arrow.connecting(url, full=expect_full) as early:  # the reader's set-up runs while the sync plans

@@ -15,7 +15,7 @@ from shadow._config import settings
 from shadow.analytics import _sql as sql
 from shadow.analytics._defaults import DEFAULT_MARGIN, DEFAULT_MEMORY_LIMIT
 from shadow.analytics._export import ExportResult
-from shadow.analytics._schema import LOG_TABLES, SMALL_TABLES, STATE_TABLE, ddl
+from shadow.analytics._schema import DERIVED, LOG_TABLES, SMALL_TABLES, STATE_TABLE, ddl
 from shadow.analytics._source import SourceError, WarehouseError, display_url
 from shadow.analytics._sync import Progress, SyncResult
 
@@ -144,7 +144,12 @@ class Warehouse:
 
     def is_synced(self) -> bool:
         """Whether the warehouse holds a synced call log."""
-        return self._has("error_followups") and (self.path is None or self._has(STATE_TABLE))
+        return all(self._has(name) for name in DERIVED) and (self.path is None or self._has(STATE_TABLE))
+
+    def is_mirrored(self) -> bool:
+        """Whether a sync completed here: the call log is mirrored (derived tables of older models may be missing,
+        and are computed again by the next sync without reading the log again)."""
+        return self._has("error_followups") and self._has(STATE_TABLE)
 
     def state(self) -> dict[str, str]:
         """The sync bookkeeping: source, schema and model hashes, per-table lower bounds, last sync time."""
@@ -217,11 +222,11 @@ class Warehouse:
         return dict(self.con.execute("SELECT tool, min(first_cutover_at) FROM flag_periods GROUP BY tool").fetchall())
 
     def derive(self) -> None:
-        """Recompute every derived table (flag periods, error follow-ups) from the mirrored ones."""
+        """Recompute every derived table (flag periods, error follow-ups, session counters) from the mirrored ones."""
         self.con.execute("CREATE OR REPLACE TEMP TABLE sync_scope (session_id VARCHAR)")
         sql.run(self.con, "flag_periods", prefix="CREATE OR REPLACE TABLE flag_periods AS ")
-        sql.run(self.con, "error_followups", {"all_sessions": True},
-                prefix="CREATE OR REPLACE TABLE error_followups AS ")
+        for name in ("error_followups", "session_counters"):
+            sql.run(self.con, name, {"all_sessions": True}, prefix=f"CREATE OR REPLACE TABLE {name} AS ")
 
     # --- export ---
 

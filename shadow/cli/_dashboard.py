@@ -91,7 +91,8 @@ def dashboard(
     from shadow.dashboard import _page as dash
 
     def build() -> str:
-        with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
+        with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or [],
+                       where.memory_limit) as models:
             return dash.build_dashboard(models, tool=tool, since=start, until=end, subtitle=subtitle, rules=given,
                                         rules_name=rules_name)
 

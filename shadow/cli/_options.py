@@ -53,9 +53,9 @@ DbUrlOption = Annotated[str | None, typer.Option("--db-url", help=DB_URL_HELP, s
 DbAliasOption = Annotated[str | None, typer.Option("--db", "--url", hidden=True, show_default=False)]
 MemoryLimitOption = Annotated[str | None, typer.Option(
     "--memory-limit", metavar="SIZE", show_default=False,
-    help="DuckDB's memory cap for the sync, at least 128MB, such as 512MB or 4GB: DuckDB stays within it whatever "
-         "the log's size, spilling to a temporary file beside the warehouse beyond it; the process needs up to "
-         "about 200MB more (default: 1GB).")]
+    help="DuckDB's memory cap for the sync and the report's queries, at least 128MB, such as 512MB or 4GB: DuckDB "
+         "stays within it whatever the log's size, spilling to a temporary file beside the warehouse beyond it; the "
+         "process needs up to about 200MB more (default: 192MB).")]
 WarehouseOption = Annotated[Path | None, typer.Option(
     "--warehouse", dir_okay=False, show_default=False,
     help="The DuckDB warehouse file (default: SHADOW_WAREHOUSE, else beside the SQLite call log, "

@@ -247,8 +247,9 @@ def export_parquet(
 
 @contextmanager
 def models_on(engine: Engine, parquet: str | None, warehouse: Path, master: str,
-              conf: list[str]) -> Iterator[Any]:
-    """Where the report's and the dashboard's models run: the warehouse, DuckDB or Spark over a Parquet export."""
+              conf: list[str], memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Iterator[Any]:
+    """Where the report's and the dashboard's models run: the warehouse, DuckDB or Spark over a Parquet export;
+    ``memory_limit`` caps DuckDB's memory."""
     from shadow.analytics._warehouse import Warehouse
 
     if engine is Engine.spark:
@@ -258,10 +259,10 @@ def models_on(engine: Engine, parquet: str | None, warehouse: Path, master: str,
         with SparkModels.open(parquet, master=master, conf=parse_conf(conf)) as models:
             yield models
     elif parquet is not None:
-        with Warehouse.from_parquet(parquet) as wh:
+        with Warehouse.from_parquet(parquet, memory_limit=memory_limit) as wh:
             yield wh
     else:
-        with Warehouse.open(warehouse, read_only=True) as wh:
+        with Warehouse.open(warehouse, read_only=True, memory_limit=memory_limit) as wh:
             yield wh
 
 
@@ -326,7 +327,8 @@ def loop_rate(
     try:
         policy = Policy(max_unmapped_share=max_unmapped_share, relative_reduction=detect, power=power,
                         max_increase=max_increase, give_up_within=give_up_within)
-        with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or []) as models:
+        with models_on(engine, parquet, where.warehouse, spark_master, spark_conf or [],
+                       where.memory_limit) as models:
             result = loop_rate_report(models, tool=tool, since=start, until=end, seed=seed, policy=policy,
                                       bytes_per_token=bytes_per_token, rules=given, rules_name=rules_name)
     except (WarehouseError, ValueError) as exc:

@@ -57,7 +57,8 @@ def session_rows(prefix: str, n: int) -> list[CallRecord | MarkRecord]:
 
 def snapshot(wh: Warehouse) -> dict[str, list[tuple[Any, ...]]]:
     return {name: wh.con.execute(f"SELECT * FROM {name} ORDER BY ALL").fetchall()
-            for name in ("calls", "marks", "flags", "flag_audit", "error_followups", "flag_periods")}
+            for name in ("calls", "marks", "flags", "flag_audit", "error_followups", "flag_periods",
+                         "session_counters")}
 
 
 def without_insert_times(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from shadow.analytics._defaults import DEFAULT_MEMORY_LIMIT  # noqa: E402
+
 CHILD = r"""
 import json, resource, sys, time
 mode, url, target, memory_limit = sys.argv[1:5]
@@ -123,7 +125,8 @@ def server_cpu(url: str) -> float | None:
     return total if found else None
 
 
-def measure(mode: str, url: str, work: Path, code: Path = ROOT, memory_limit: str = "1GB") -> dict[str, float]:
+def measure(mode: str, url: str, work: Path, code: Path = ROOT,
+            memory_limit: str = DEFAULT_MEMORY_LIMIT) -> dict[str, float]:
     target = work / f"w-{time.monotonic_ns()}.duckdb"
     env = dict(os.environ, PYTHONPATH=str(code))
     before = server_cpu(url)
@@ -206,8 +209,9 @@ def main() -> None:
     parser.add_argument("--pg", default=os.environ.get("SHADOW_TEST_POSTGRES_URL"),
                         help="a PostgreSQL URL whose server may hold a throw-away database (default: "
                              "SHADOW_TEST_POSTGRES_URL; none: SQLite only)")
-    parser.add_argument("--memory-limit", default="1GB",
-                        help="DuckDB's memory_limit for the sync (its cache grows up to it; default 1GB)")
+    parser.add_argument("--memory-limit", default=DEFAULT_MEMORY_LIMIT,
+                        help=f"DuckDB's memory_limit for the sync (its cache grows up to it; default "
+                             f"{DEFAULT_MEMORY_LIMIT}, the command's)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="bare read and sync measured this many times each, alternated; the median is shown")
     parser.add_argument("--compare", type=Path, default=None,

@@ -215,6 +215,10 @@ def test_sync_memory_limit_caps_duckdb_and_a_bad_one_exits_2_creating_nothing(tm
     assert json.loads(done.stdout)["calls_added"] == 12
     report = _shadow("report", "loop-rate", "--memory-limit", "2GiB", "--format", "json", cwd=tmp_path, env=env)
     assert report.returncode == 0, report.stderr
+    # a report that does not sync runs its queries under the limit too, so a bad one is refused there as well
+    done = _shadow("report", "loop-rate", "--no-sync", "--memory-limit", "64MB", cwd=tmp_path, env=env)
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert "the memory limit '64MB' is not a size of at least 128MB" in done.stderr
 
 
 def test_a_first_sync_that_fails_leaves_no_empty_warehouse_but_an_old_one_stays(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@
 -- Returns (tool, code, errors, example, legacy_payload, new_payload): errors = the code's errors in the tool;
 -- example = 1, 2, ... Payloads are returned as stored (already redacted at write time); the report redacts and
 -- caps them again before showing them.
-WITH errs AS (
+WITH errs AS NOT MATERIALIZED (
     SELECT id, ts, tool, code, CAST(legacy_payload AS VARCHAR) AS legacy_payload,
            CAST(new_payload AS VARCHAR) AS new_payload
     FROM calls
@@ -22,11 +22,24 @@ codes AS (
     FROM errs
     GROUP BY tool, code
 ),
-distinct_pairs AS (
-    SELECT e.tool, e.code, e.legacy_payload, e.new_payload, e.ts, e.id
+picked AS NOT MATERIALIZED (
+    SELECT e.*
     FROM errs AS e
     JOIN codes AS c ON c.tool = e.tool AND c.code = e.code AND c.code_rank <= $max_codes
-    QUALIFY row_number() OVER (PARTITION BY e.tool, e.code, e.legacy_payload ORDER BY e.ts DESC, e.id) = 1
+),
+-- the latest error of each distinct legacy payload (ties: the smallest id), found by aggregates, not by sorting
+-- every error: its time, then the smallest id at that time
+latest AS (
+    SELECT tool, code, legacy_payload, max(ts) AS ts
+    FROM picked
+    GROUP BY tool, code, legacy_payload
+),
+distinct_pairs AS (
+    SELECT p.tool, p.code, p.legacy_payload, arg_min(p.new_payload, p.id) AS new_payload, l.ts, min(p.id) AS id
+    FROM picked AS p
+    JOIN latest AS l ON l.tool = p.tool AND l.code = p.code
+        AND l.legacy_payload IS NOT DISTINCT FROM p.legacy_payload AND l.ts IS NOT DISTINCT FROM p.ts
+    GROUP BY p.tool, p.code, p.legacy_payload, l.ts
 ),
 ranked AS (
     SELECT *, row_number() OVER (PARTITION BY tool, code ORDER BY ts DESC, id) AS example

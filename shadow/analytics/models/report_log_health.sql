@@ -1,7 +1,8 @@
 -- report_log_health: is the call log complete? Per writing process, how much it wrote and when it last wrote;
 -- and over every session, how many have holes in their sequence numbers.
 --
--- Reads:  calls, marks. Covers the whole log (no filters): a tool or time filter would cut sessions apart.
+-- Reads:  calls, marks, session_counters. Covers the whole log (no filters): a tool or time filter would cut
+--         sessions apart.
 -- Params: none.
 -- Returns rows of two kinds: kind 'process' (process, host, calls, marks, first_write, last_write) and kind
 -- 'sessions' (calls = sessions, marks = sessions with a gap, missing = sequence numbers missing in them).
@@ -9,15 +10,12 @@
 -- calls and marks share them, so a counter whose highest number exceeds the distinct numbers it holds lost a
 -- record (or its writer has not flushed it yet).
 WITH events AS (
-    SELECT session_id, epoch, seq, ts, process, host, 1 AS is_call FROM calls
+    SELECT ts, process, host, 1 AS is_call FROM calls
     UNION ALL
-    SELECT session_id, epoch, seq, ts, process, host, 0 AS is_call FROM marks
-),
-per_counter AS (
-    SELECT session_id, max(seq) - count(DISTINCT seq) AS missing FROM events GROUP BY session_id, epoch
+    SELECT ts, process, host, 0 AS is_call FROM marks
 ),
 per_session AS (
-    SELECT session_id, sum(missing) AS missing FROM per_counter GROUP BY session_id
+    SELECT session_id, sum(max_seq - seqs) AS missing FROM session_counters GROUP BY session_id
 )
 SELECT 'process' AS kind, process, host, sum(is_call) AS calls, count(*) - sum(is_call) AS marks,
        min(ts) AS first_write, max(ts) AS last_write, 0 AS missing

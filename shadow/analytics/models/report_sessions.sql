@@ -20,12 +20,11 @@
 WITH filtered AS (
     SELECT e.id, e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
            e.follow_up IN ('end', 'nothing') AS gave_up,
-           EXISTS (
-               SELECT 1 FROM flag_periods AS p
-               WHERE p.randomised AND p.tool = e.tool AND e.ts >= p.starts_at
-                 AND (p.ends_at IS NULL OR e.ts < p.ends_at)
-           ) AS in_split
+           p.tool IS NOT NULL AS in_split
     FROM error_followups AS e
+    -- a tool's flag periods do not overlap (each ends where the next starts), so an error is in one at most
+    LEFT JOIN flag_periods AS p
+        ON p.randomised AND p.tool = e.tool AND e.ts >= p.starts_at AND (p.ends_at IS NULL OR e.ts < p.ends_at)
     WHERE e.follow_up <> 'unknown'  -- records are missing after it: not in the loop rate
       AND ($tool IS NULL OR e.tool = $tool)
       AND ($since IS NULL OR e.ts >= $since)
