@@ -236,6 +236,7 @@ class Changes(TypedDict, total=False):
     store_timeout: float
     strict: bool
     gc_freeze: bool
+    rules: str | None
     on_internal_error: Callable[[str, BaseException], object] | None
     store: Store | None
 

@@ -1,5 +1,6 @@
-"""The callers' side of the writer: ``submit`` queues a record in O(1); a burst past the queue waits in memory
-(``burst_size`` more), and only past that does the caller spool it."""
+"""The callers' side of the writer: ``submit`` queues a record in O(1), a burst waits in memory.
+
+A burst past the queue waits in memory (``burst_size`` more), and only past that does the caller spool it."""
 
 from __future__ import annotations
 

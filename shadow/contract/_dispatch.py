@@ -1,5 +1,8 @@
-"""Result rules read by the value's shape: a run of status rules is one status read, a run of phrase rules one
-phrase look-up, instead of every matcher in turn (the first matching rule wins, as in the list)."""
+"""Result rules read by the value's shape, a run of them at a time, instead of every matcher in turn.
+
+A run of status rules is one status read, a run of phrase rules one phrase look-up; the first matching rule wins,
+as in the list.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""What an error text reads as: the phrase table's first row found after a wrapper's opening, unless the author
-warns against the retry that row would advise."""
+"""What an error text reads as: the phrase table's first row after a wrapper's opening, checked for a no-retry.
+
+Unless the author warns against the retry that row would advise.
+"""
 
 from __future__ import annotations
 
