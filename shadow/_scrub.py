@@ -111,23 +111,10 @@ _STARTING: Final = (
     (" ".join(f"{a}{b}" for a in "MNO" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"),
      r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}\b"),
 )
-#: Each word start's alternation, compiled on first use (``_ByStart``): no part of ``import shadow``.
-_SOURCES: Final = {
-    start: "|".join(f"(?:{rx})" for keys, rx in _STARTING if start in keys.split())
+_BY_START: Final = {
+    start: re.compile("|".join(f"(?:{rx})" for keys, rx in _STARTING if start in keys.split()))
     for start in {key for keys, _rx in _STARTING for key in keys.split()}
 }
-
-
-class _ByStart(dict[str, "re.Pattern[str] | None"]):
-    """The pattern for a word's first two characters (``None``: no token starts so), compiled when first asked."""
-
-    def __missing__(self, start: str) -> re.Pattern[str] | None:
-        source = _SOURCES.get(start)
-        found = self[start] = None if source is None else re.compile(source)
-        return found
-
-
-_BY_START: Final = _ByStart()
 _WORD_START = re.compile(r"[A-Za-z0-9_]+")
 #: Tokens found by what they hold, each behind a substring it needs (``in`` is a fast scan).
 _INSIDE: Final = (
@@ -207,7 +194,7 @@ def _scrub_tokens(text: str) -> str:
     by_start = _BY_START
     for word in _WORD_START.finditer(text):
         start = word.start()
-        found_rx = by_start[text[start:start + 2]] if start >= done else None
+        found_rx = by_start.get(text[start:start + 2]) if start >= done else None
         found = found_rx.match(text, start) if found_rx is not None else None
         if found is not None:
             pieces += (text[done:start], REDACTED)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -14,25 +13,14 @@ from shadow.contract._codes import Code
 class Phrase:
     """One row: a pattern searched in the masked error text, the code it means, why, and a remedy draft."""
 
-    source: str
+    pattern: re.Pattern[str]
     code: Code
     reason: str
     remedy: str
 
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        """The pattern, compiled on first use: the table's compilation (about 25 ms) is no part of ``import
-        shadow``; the first error read pays it, on the writer's thread or the call that reads it."""
-        return _compiled(self.source)
-
-
-@functools.cache
-def _compiled(source: str) -> re.Pattern[str]:
-    return re.compile(source, re.IGNORECASE | re.MULTILINE)
-
 
 def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
-    return Phrase(pattern, code, reason, remedy)
+    return Phrase(re.compile(pattern, re.IGNORECASE | re.MULTILINE), code, reason, remedy)
 
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION

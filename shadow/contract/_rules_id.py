@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ def fingerprint(exception_rules: Sequence[ExceptionRule], result_rules: Sequence
 
 def _version() -> str:
     """The installed release of shadow (its built-in rules are that release's)."""
-    from importlib import metadata  # here: it imports email and zipfile, which ``import shadow`` never needs
-
     try:
         return metadata.version("shadow-errors")
     except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
