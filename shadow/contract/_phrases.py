@@ -57,9 +57,18 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"after)\b|not (?:received|completed|finished) (?:in time|within)\b|Gateway Time-?out|(?:execution|statement|"
        r"query|running) time "
        r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)|"
+       r"exceeded (?:its |the )?time ?limit\b|"
        r"\b(?:due to|because of) (?:a |the )?time-?out\b",
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
+    # A failed login named as the cause ("Could not connect. Last error: Authentication failed.") is the cause.
+    _p(r"\bauthentication failed\b|\bbad credentials\b|\binvalid[ _]grant\b", Code.UNAUTHENTICATED,
+       "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
+       "them."),
+    # Work the tool started is not ready yet: its "try again later" is a wait, not a failed service.
+    _p(r"\b(?:is|are) still being (?:generated|prepared|processed|built|created|exported|indexed|computed)\b",
+       _FP, "the result the call asks for is still being made", "{value} is not ready yet. Wait, then make the "
+       "identical call again."),
     _p(r"\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI[ _]AGAIN\b|getaddrinfo|socket hang up|\bECONNABORTED\b|"
        r"\bnetwork ?error\b|\bis (?:currently )?offline\b|(?:under|in|down for) maintenance|upstream (?:error|failure)|"
        r"^\s*(?:failed|unable) to (?:start|check|reach|contact|load|fetch|get|retrieve|complete|send|run|perform|"
@@ -130,11 +139,13 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
        r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|"
        r"error while parsing|(?:unable|could not|couldn't|cannot|can't) (?:to )?parse|\bis not defined\b|"
-       r"division by zero|cannot assign to", _V,
+       r"division by zero|cannot assign to|unsupported operand type|can only concatenate", _V,
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
-    _p(r"SyntaxError\b|\bmust be an? (?:\w+ )?(?:array|list|string|integer|number|boolean|object|dict(?:ionary)?)\b|"
+    _p(r"SyntaxError\b|\b(?:must|should) be an? (?:\w+ )?(?:array|list|string|integer|number|boolean|object|"
+       r"dict(?:ionary)?)\b|\b(?:requires|expects) (?:\w+ )?(?:as )?an? (?:array|list|string|integer|number|boolean|"
+       r"object|document)\b|"
        r"\b(?:unmatched|unbalanced|unterminated|unclosed)\b|\bunexpected (?:token|character|end|eof|"
        r"indent|<value>|symbol|identifier)\b|"
        r"\b(?:characters?|spaces?|symbols?|letters?|digits?|whitespace|duplicates?|nulls?|empty (?:values|strings)|"
@@ -158,7 +169,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"no changes (?:staged|added)|nothing (?:added )?to commit|head is detached|detached head|"
        r"would be overwritten by (?:checkout|merge)|commit your changes or stash|uncommitted changes|"
        r"working (?:tree|directory) (?:is )?(?:not clean|dirty)|not in a clean state|must be empty|"
-       r"is not empty\b|not (?:yet )?initiali[sz]ed|not ready\b|is locked by|already in progress",
+       r"is not empty\b|(?<!client )(?<!client is )not (?:yet )?initiali[sz]ed|not ready\b|is locked by|already in "
+       r"progress|\brepository is empty\b|\bnot mergeable\b",
        _FP, "a precondition of the current state does not hold",
        "The current state does not allow this yet: {value}. Do the required step first, for example check the "
        "status and stage or clean up."),
@@ -173,13 +185,16 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:incorrect|wrong|rejected|not recogni[sz]ed)|(?:invalid|incorrect|wrong) (?:username|user name|password|"
        r"login|passcode)\b|log ?in failed|sign[ -]?in failed|authentication (?:error|failure)|(?:session|login) "
        r"(?:has )?expired|(?:must|need to|needs to) (?:be )?(?:log(?:ged)? ?in|sign(?:ed)? ?in|authenticated?)\b|"
-       r"not (?:logged|signed) in|(?:log|sign) ?in (?:first|again)|re-?authenticate",
+       r"not (?:logged|signed) in|(?:log|sign) ?in (?:first|again)|^\s*(?:please )?re-?authenticate|"
+       r"(?:failed|unable) to (?:obtain|get|fetch|refresh|acquire) (?:an? |the |new )?(?:access|auth|oauth|bearer|refresh) "
+       r"token\b",
        Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
     _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
        r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
+       r"\b\w+ tool (?:can ?not|cannot) (?:run|handle|process|read|open)\b|"
        r"(?<!returned an )\bunexpected (?!response|result|return|reply)(?:\w+ )?(?:type|kind)\b"
        r"(?! (?:from|returned|in (?:the )?(?:response|reply|result)))|"
        r"\b(?:requires|expects|needs|accepts|takes|operates on|works (?:only )?(?:on|with)) (?:a |an )?(?:\w+ ){0,3}"
@@ -197,7 +212,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
        r"not a member of|not a public address|non-public address|private address|loopback (?:address|host|ip)|"
        r"blocks requests to|denied to|"
-       r"not authori[sz]ed to|is not authori[sz]ed|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
+       r"not authori[sz]ed (?:to|on|for)\b|is not authori[sz]ed|\bnot accessible by\b|"
+       r"\b(?:operations?|writes?|deletes?|updates?|inserts?) (?:are|is) disabled\b|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
        r"administrator|owner|elevated|root|superuser) "
@@ -235,6 +251,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:is |are )?(?:currently )?not supported\b|\bis not supported (?:on|by|in) "
        r"(?!(?:the |this )?(?:field|parameter|argument|value|column|key|format)s?\b)|"
        r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
+       r"\b(?:deployment|cluster|instance|server version|installation) (?:does not|doesn't) support\b|"
        r"install the optional|\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
@@ -244,7 +261,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # The tool's own code broke: nothing the model changes will help.
     _p(r"object has no attribute|\bNoneType\b|is not subscriptable|\b(?:AttributeError|AssertionError|IndexError)\b|"
        r"unhandled (?:exception|error)|see (?:the )?(?:server |tool )?logs?\b|check (?:the )?(?:server )?logs? for "
-       r"(?:details|more)|\binternal error\b(?! \()|please report (?:this|it)\b|this is a bug", Code.INTERNAL_ERROR,
+       r"(?:details|more)|\bclient (?:is |was )?not initiali[sz]ed\b|\binternal error\b(?! \()|please report (?:this|it)\b|this is a bug", Code.INTERNAL_ERROR,
        "the tool's own code failed", "The tool failed unexpectedly. Tell the user the operation could not be "
        "completed."),
     _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
@@ -261,7 +278,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bnot a (?:number|integer|string|boolean)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|"
        r"value|list|sql|text)\b|"
        r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
-       r"constraint (?:failed|fails|violation)|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
+       r"constraint (?:failed|fails|violation)|\bviolates (?!foreign\b)(?:\w+ ){0,2}constraint\b|\bimmutable (?:field|property|attribute)\b|"
+       r"\b(?:can|may|must) (?:be|span|cover) at most [\d,]+ (?:seconds|minutes|hours|days|weeks|months|years)\b|"
+       r"\b(?:operation|option|mode|action|command) requires <value>|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
        r"\bnot (?:provided|specified)\b|\b(?:valid|allowed|supported|accepted|available) (?:values|options|choices|"
        r"modes|operations|actions|units) (?:are|is|include)\b|\bexpected one of\b|\bone of the following\b|"
        r"\bchoose (?:from|one of)\b|\bYYYY\b|\bISO[ -]?8601\b|\bin the format\b|\bexpected format\b|\bformat "
@@ -309,7 +328,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"can not)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
-       r"\bnon-\w+ \w+ cannot\b|\bhas expired\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
+       r"\bnon-\w+ \w+ cannot\b|(?<!exist or )(?<!found or )\bhas expired\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
        r"\b(?:no|only \S+|just \S+) (?:\w+ ){0,2}left\b|\boutside (?:of )?(?:the )?(?:\S+ ){0,3}(?:window|"
        r"period|hours)\b|\b(?:above|exceeds|over|violates|against) (?:the )?(?:\w+ ){0,2}policy\b|not (?:allowed|"
        r"permitted) by (?:the )?"
@@ -322,6 +341,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"repository|branch|channel|project|issue|page|document|collection|index|prompt|workspace|order|product|"
        r"reference|link|database|table|cluster|model|agent|member|variable)|"
        r"malformed object name|not found|no such\b|does not exist|doesn't exist|missing (?:record|item)|"
+       r"\bno (?:\w+ )?results? (?:available|returned)\b|\bis not present in table\b|"
        r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\S+ ){1,5}(?:was |were )?found|zero results|"
        r"no results|\bthere (?:are|is) no \w+\b|(?:cannot|could not|can't) be (?:found|located)|"
        r"\bno (?:matching|matches|match found)\b|"
@@ -336,7 +356,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # by that cause; "aborted" alone is a cancellation only when the caller or the user did it.
     _p(r"(?:(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
        r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted by (?:the )?(?:user|client|caller)\b|"
-       r"user (?:declined|rejected|cancel+ed)|declined by the user|"
+       r"user (?:declined|rejected|cancel+ed)|declined by the user|\buser (?:did not|didn't) (?:confirm|approve|accept)\b|"
        r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
        r"denied by (?:the )?user)(?![^.\n]{0,20}?\b(?:because|due to|since)\b|\s*:)",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
