@@ -186,8 +186,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"login|passcode)\b|log ?in failed|sign[ -]?in failed|authentication (?:error|failure)|(?:session|login) "
        r"(?:has )?expired|(?:must|need to|needs to) (?:be )?(?:log(?:ged)? ?in|sign(?:ed)? ?in|authenticated?)\b|"
        r"not (?:logged|signed) in|(?:log|sign) ?in (?:first|again)|^\s*(?:please )?re-?authenticate|"
-       r"(?:failed|unable) to (?:obtain|get|fetch|refresh|acquire) (?:an? |the |new )?(?:access|auth|oauth|bearer|refresh) "
-       r"token\b",
+       r"(?:failed|unable) to (?:obtain|get|fetch|refresh|acquire) (?:an? |the |new )?"
+       r"(?:access|auth|oauth|bearer|refresh) token\b",
        Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
@@ -213,7 +213,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"not a member of|not a public address|non-public address|private address|loopback (?:address|host|ip)|"
        r"blocks requests to|denied to|"
        r"not authori[sz]ed (?:to|on|for)\b|is not authori[sz]ed|\bnot accessible by\b|"
-       r"\b(?:operations?|writes?|deletes?|updates?|inserts?) (?:are|is) disabled\b|missing (?:required )?scopes?\b|insufficient (?:scopes?|"
+       r"\b(?:operations?|writes?|deletes?|updates?|inserts?) (?:are|is) disabled\b|"
+       r"missing (?:required )?scopes?\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
        r"administrator|owner|elevated|root|superuser) "
@@ -261,7 +262,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # The tool's own code broke: nothing the model changes will help.
     _p(r"object has no attribute|\bNoneType\b|is not subscriptable|\b(?:AttributeError|AssertionError|IndexError)\b|"
        r"unhandled (?:exception|error)|see (?:the )?(?:server |tool )?logs?\b|check (?:the )?(?:server )?logs? for "
-       r"(?:details|more)|\bclient (?:is |was )?not initiali[sz]ed\b|\binternal error\b(?! \()|please report (?:this|it)\b|this is a bug", Code.INTERNAL_ERROR,
+       r"(?:details|more)|\bclient (?:is |was )?not initiali[sz]ed\b|"
+       r"\binternal error\b(?! \()|please report (?:this|it)\b|this is a bug", Code.INTERNAL_ERROR,
        "the tool's own code failed", "The tool failed unexpectedly. Tell the user the operation could not be "
        "completed."),
     _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
@@ -278,7 +280,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bnot a (?:number|integer|string|boolean)\b|^\s*empty \w+|\bempty (?:command|query|string|input|name|"
        r"value|list|sql|text)\b|"
        r"must be (?:different|one of|between)|\b(?:does|do)(?: not|n't) (?:match|add up)|mismatch|"
-       r"constraint (?:failed|fails|violation)|\bviolates (?!foreign\b)(?:\w+ ){0,2}constraint\b|\bimmutable (?:field|property|attribute)\b|"
+       r"constraint (?:failed|fails|violation)|\bviolates (?!foreign\b)(?:\w+ ){0,2}constraint\b|"
+       r"\bimmutable (?:field|property|attribute)\b|"
        r"\b(?:can|may|must) (?:be|span|cover) at most [\d,]+ (?:seconds|minutes|hours|days|weeks|months|years)\b|"
        r"\b(?:operation|option|mode|action|command) requires <value>|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
        r"\bnot (?:provided|specified)\b|\b(?:valid|allowed|supported|accepted|available) (?:values|options|choices|"
@@ -328,7 +331,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"can not)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
-       r"\bnon-\w+ \w+ cannot\b|(?<!exist or )(?<!found or )\bhas expired\b|\bis not enabled\b|\balready (?:been )?\w+ed\b|"
+       r"\bnon-\w+ \w+ cannot\b|(?<!exist or )(?<!found or )\bhas expired\b|\bis not enabled\b|"
+       r"\balready (?:been )?\w+ed\b|"
        r"\b(?:no|only \S+|just \S+) (?:\w+ ){0,2}left\b|\boutside (?:of )?(?:the )?(?:\S+ ){0,3}(?:window|"
        r"period|hours)\b|\b(?:above|exceeds|over|violates|against) (?:the )?(?:\w+ ){0,2}policy\b|not (?:allowed|"
        r"permitted) by (?:the )?"
@@ -356,7 +360,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # by that cause; "aborted" alone is a cancellation only when the caller or the user did it.
     _p(r"(?:(?:was|been|were|got|is being) cancel+ed|cancel+ed by|(?:operation|request|call|task) (?:was )?cancel+ed|"
        r"^\s*cancel+ed\b|^\s*\w+ cancel+ed\b|\baborted by (?:the )?(?:user|client|caller)\b|"
-       r"user (?:declined|rejected|cancel+ed)|declined by the user|\buser (?:did not|didn't) (?:confirm|approve|accept)\b|"
+       r"user (?:declined|rejected|cancel+ed)|declined by the user|"
+       r"\buser (?:did not|didn't) (?:confirm|approve|accept)\b|"
        r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
        r"denied by (?:the )?user)(?![^.\n]{0,20}?\b(?:because|due to|since)\b|\s*:)",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
