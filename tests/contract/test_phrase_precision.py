@@ -55,6 +55,20 @@ def _served(text: str) -> str:
     ("Missing data in upstream response", "validation_error", UNPLACED),
     # "loopback" alone is no address the tool refused
     ("Loopback interface is down", "permission_denied", UNPLACED),
+    # the sixth batch's fresh layers: a word of a side clause or of the remedy decided; the statement decides now
+    ("Could not connect to the database. Last error: Authentication failed.", "upstream_unavailable",
+     "unauthenticated"),
+    ("Report export is still being generated. Try again later.", "upstream_unavailable", "failed_precondition"),
+    ('Session "s-41" does not exist or has expired.', "failed_precondition", "not_found"),
+    ("Forbidden. Access to workspace 'acme' was denied; re-authenticate with an account in that workspace.",
+     "unauthenticated", "permission_denied"),
+    ("Slack client not initialized", "failed_precondition", "internal_error"),
+    ("Error running code: unsupported operand type(s) for -: 'str' and 'int'", "unsupported_input",
+     "validation_error"),
+    ("When 'delete' operations are disabled, you can not drop a table.", UNPLACED, "permission_denied"),
+    ("User did not approve the transfer, so nothing was sent.", UNPLACED, "cancelled"),
+    ("limit should be an integer between 1 and 50", UNPLACED, "validation_error"),
+    ("Token refresh failed: invalid_grant", "validation_error", "unauthenticated"),
 ])
 def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None:
     assert was != served
@@ -79,6 +93,8 @@ def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None
     ("Expected an integer", "validation_error"),
     ("Missing field 'id'", "validation_error"),
     ("Refusing to fetch loopback host 'localhost'", "permission_denied"),
+    ("Your session has expired. Please log in again.", "unauthenticated"),
+    ("Please re-authenticate", "unauthenticated"),
 ])
 def test_the_reading_a_family_was_written_for_stays(text: str, served: str) -> None:
     assert _served(text) == served
