@@ -61,17 +61,17 @@ def _async(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
 def _generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
     """A generator tool stays a generator with its whole protocol; its call is logged when iteration ends.
 
-    ``send``, ``throw`` and ``close`` reach the tool and its return value reaches the caller (``yield from``
-    semantics, PEP 380) in every mode. The items reach the caller unchanged (a stream cannot be swapped for a payload
-    half-way), and an exception is re-raised; the record holds the real latency, the number of items yielded and,
-    for an error, the structured payload.
+    ``send``, ``throw`` and ``close`` reach the tool and its return value reaches the caller in every mode, as with
+    the bare generator (``yield from`` semantics, PEP 380, but for a ``GeneratorExit``, which is thrown in, not
+    turned into ``close()``: a tool that catches it may yield again or return). The items reach the caller unchanged
+    (a stream cannot be swapped for a payload half-way), and an exception is re-raised; the record holds the real
+    latency, the number of items yielded and, for an error, the structured payload.
     """
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = runner.begin()
-        if started is None:
-            return (yield from fn(*args, **kwargs))
-        started.variant = _ARM_LEGACY
+        if started is not None:
+            started.variant = _ARM_LEGACY
         items = 0
         try:
             gen = fn(*args, **kwargs)
@@ -80,14 +80,13 @@ def _generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
             except StopIteration as stop:
                 result = stop.value
             else:
-                while True:  # PEP 380's expansion of ``yield from``, counting the items
+                while True:  # PEP 380's expansion of ``yield from``, counting the items, but for GeneratorExit (below)
                     items += 1
                     try:
                         sent = yield item
-                    except GeneratorExit:
-                        gen.close()
-                        raise
                     except BaseException as thrown:
+                        # GeneratorExit too: thrown in as the bare generator gets it, where ``yield from`` would
+                        # close the tool instead (a tool that catches it may yield again, or return a value)
                         try:
                             item = gen.throw(thrown)
                         except StopIteration as stop:
@@ -100,15 +99,19 @@ def _generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
                             result = stop.value
                             break
         except Exception as exc:
-            runner.finish(started, args, kwargs, exc=exc)
+            if started is not None:
+                runner.finish(started, args, kwargs, exc=exc)
             raise
         except GeneratorExit:  # the consumer stopped early: an ordinary end
-            runner.finish(started, args, kwargs, value=f"<generator: {items} items, closed early>")
+            if started is not None:
+                runner.finish(started, args, kwargs, value=f"<generator: {items} items, closed early>")
             raise
         except BaseException as exc:
-            runner.finish(started, args, kwargs, exc=exc)
+            if started is not None:
+                runner.finish(started, args, kwargs, exc=exc)
             raise
-        runner.finish(started, args, kwargs, value=f"<generator: {items} items>")
+        if started is not None:
+            runner.finish(started, args, kwargs, value=f"<generator: {items} items>")
         return result
 
     return wrapper
@@ -146,10 +149,7 @@ def _async_generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., An
                     items += 1
                     try:
                         sent = yield item
-                    except GeneratorExit:
-                        await agen.aclose()
-                        raise
-                    except BaseException as thrown:
+                    except BaseException as thrown:  # GeneratorExit too, as the bare generator gets it (above)
                         try:
                             item = await agen.athrow(thrown)
                         except StopAsyncIteration:

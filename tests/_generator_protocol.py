@@ -60,6 +60,65 @@ def aecho_tool(events: list[str]) -> Callable[[str], AsyncGenerator[str, str | N
     return aecho
 
 
+def stubborn_tool(events: list[str]) -> Callable[[str], Generator[str, Any, str]]:
+    """A generator tool that catches the first ``GeneratorExit`` and yields again, and returns on the second."""
+
+    def stubborn(prefix: str) -> Generator[str, Any, str]:
+        events.append("start")
+        exits = 0
+        item = f"{prefix}:ready"
+        while True:
+            try:
+                sent = yield item
+                item = f"{prefix}:got {sent}"
+            except GeneratorExit:
+                exits += 1
+                events.append(f"GeneratorExit {exits}")
+                if exits > 1:
+                    return f"{prefix}:returned on exit {exits}"
+                item = f"{prefix}:ignored exit"
+
+    return stubborn
+
+
+def astubborn_tool(events: list[str]) -> Callable[[str], AsyncGenerator[str, Any]]:
+    """The async twin of ``stubborn_tool``: it yields again after the first ``GeneratorExit`` and ends on the second."""
+
+    async def astubborn(prefix: str) -> AsyncGenerator[str, Any]:
+        events.append("start")
+        exits = 0
+        item = f"{prefix}:ready"
+        while True:
+            try:
+                sent = yield item
+                await asyncio.sleep(0)
+                item = f"{prefix}:got {sent}"
+            except GeneratorExit:
+                exits += 1
+                events.append(f"GeneratorExit {exits}")
+                if exits > 1:
+                    return
+                item = f"{prefix}:ignored exit"
+
+    return astubborn
+
+
+#: Scripts for ``stubborn_tool``: a GeneratorExit thrown in reaches the tool, which yields again or returns; a close
+#: it ignores fails with RuntimeError and leaves it running, as on the bare generator.
+STUBBORN_SCRIPTS: dict[str, list[Step]] = {
+    "throw GeneratorExit twice": [("next", None), ("throw", GeneratorExit()), ("send", "a"),
+                                  ("throw", GeneratorExit()), ("next", None)],
+    "close ignored, then next": [("next", None), ("close", None), ("send", "b"), ("close", None), ("next", None)],
+}
+#: For ``astubborn_tool``: no aclose() it ignores (CPython leaves such an async generator in a state that even the
+#: bare one reports as an unraisable StopAsyncIteration when the loop shuts down).
+ASTUBBORN_SCRIPTS: dict[str, list[Step]] = {
+    "throw GeneratorExit twice": STUBBORN_SCRIPTS["throw GeneratorExit twice"],
+    "throw GeneratorExit, then close": [("next", None), ("throw", GeneratorExit()), ("send", "a"), ("close", None),
+                                        ("next", None)],
+}
+
+
 def outcome_of(exc: BaseException) -> tuple[Any, ...]:
     if isinstance(exc, StopIteration):
         return ("return", exc.value)

@@ -17,7 +17,18 @@ import pytest
 
 import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore, recording
-from tests._generator_protocol import CONVERSATION, MODES, Step, adrive, aecho_tool, outcome_of, records, scripts
+from tests._generator_protocol import (
+    ASTUBBORN_SCRIPTS,
+    CONVERSATION,
+    MODES,
+    Step,
+    adrive,
+    aecho_tool,
+    astubborn_tool,
+    outcome_of,
+    records,
+    scripts,
+)
 from tests._sql import rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,3 +212,21 @@ def test_an_async_generator_tool_left_open_is_closed_once_when_the_loop_shuts_do
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     expected = [] if mode == "legacy" else ["<async generator: 1 items, closed early>"]
     assert [r.legacy_payload for r in records(store, "aecho")] == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("script", ASTUBBORN_SCRIPTS.values(), ids=ASTUBBORN_SCRIPTS.keys())
+def test_a_generator_exit_athrown_reaches_an_async_tool_that_catches_it_as_on_the_bare_function(
+    store: InMemoryStore, script: list[Step], mode: str
+) -> None:
+    bare_events: list[str] = []
+    wrapped_events: list[str] = []
+    bare = astubborn_tool(bare_events)
+    wrapped = shadow.tool(astubborn_tool(wrapped_events), name="astubborn",
+                          flags=InMemoryFlags({"astubborn": mode}))
+
+    expected = asyncio.run(adrive(bare("p"), script))
+    assert ("yield", "p:ignored exit") in expected
+    assert asyncio.run(adrive(wrapped("p"), script)) == expected
+    assert wrapped_events == bare_events
+    assert len(records(store, "astubborn")) == (0 if mode == "legacy" else 1)

@@ -10,7 +10,17 @@ import pytest
 
 import shadow
 from shadow.testing import InMemoryFlags, InMemoryStore, recording
-from tests._generator_protocol import CONVERSATION, MODES, Step, drive, echo_tool, records, scripts
+from tests._generator_protocol import (
+    CONVERSATION,
+    MODES,
+    STUBBORN_SCRIPTS,
+    Step,
+    drive,
+    echo_tool,
+    records,
+    scripts,
+    stubborn_tool,
+)
 
 
 @pytest.fixture
@@ -130,3 +140,20 @@ def test_a_generator_tool_behaves_exactly_as_the_bare_function_in_every_mode(
     assert drive(wrapped("p"), script) == drive(bare("p"), script)
     assert wrapped_events == bare_events
     assert len(records(store, "echo")) == (1 if mode != "legacy" and "start" in bare_events else 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("script", STUBBORN_SCRIPTS.values(), ids=STUBBORN_SCRIPTS.keys())
+def test_a_generator_exit_thrown_in_reaches_a_tool_that_catches_it_as_on_the_bare_function(
+    store: InMemoryStore, script: list[Step], mode: str
+) -> None:
+    bare_events: list[str] = []
+    wrapped_events: list[str] = []
+    bare = stubborn_tool(bare_events)
+    wrapped = shadow.tool(stubborn_tool(wrapped_events), name="stubborn", flags=InMemoryFlags({"stubborn": mode}))
+
+    expected = drive(bare("p"), script)
+    assert ("yield", "p:ignored exit") in expected or ("raise", "RuntimeError", "generator ignored GeneratorExit") in expected
+    assert drive(wrapped("p"), script) == expected
+    assert wrapped_events == bare_events
+    assert len(records(store, "stubborn")) == (0 if mode == "legacy" else 1)

@@ -276,3 +276,36 @@ def test_a_cutover_success_serves_the_tools_own_data_unchanged_but_stores_it_red
     assert served == {"ok": True, "data": {"owner": "ann", "key": token, "note": f"made {token}"}}
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())  # the database and its write-ahead log
     assert token.encode() not in stored and b"ann" in stored
+
+
+_ECHO_IN_ARGS_CHILD = """
+import sys
+import shadow
+
+@shadow.tool
+def connect(host: str, token: str, options: dict) -> dict:
+    return {"connected": host}
+
+shadow.flags.wait()
+secret = sys.argv[1]
+for plain in (secret, secret + "-2"):
+    connect("db.example.org", plain, {"retry": {"policy": [{"raw": plain}]}, plain: "as a key", "note": "ORD-20391"})
+assert shadow.flush(30)
+"""
+
+
+@pytest.mark.parametrize("secret", ["Zebra!qfOGveqcOI", "LQp6Z07xknsP+lqAQQ2SNve6anfNlzF8HFmelPgz",
+                                    "5152 6671 7426 5000"])
+def test_a_credential_argument_repeated_in_another_argument_or_as_a_key_is_redacted_there_too(
+    tmp_path: Path, secret: str
+) -> None:
+    # a value passed under a credential key (token=) is known to be one: a copy of it elsewhere in the same call's
+    # arguments (nested, or as a mapping key) is stored redacted as well, as in its result or exception text
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_")}
+    env.update(PYTHONPATH=str(ROOT), SHADOW_FLAGS="*=shadow", SHADOW_DB_URL=f"sqlite:///{tmp_path / 'shadow.db'}")
+    done = subprocess.run([sys.executable, "-c", _ECHO_IN_ARGS_CHILD, secret], cwd=tmp_path, env=env, check=False,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert secret.encode() not in stored
+    assert b"ORD-20391" in stored and b"db.example.org" in stored

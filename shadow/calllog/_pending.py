@@ -148,7 +148,7 @@ class PendingCall:
                 return fast
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
-        # values of credential-keyed arguments, wherever the tool echoed them (exception text, results)
+        # values of credential-keyed arguments, wherever they are repeated: exception text, results, other arguments
         secrets: tuple[str, ...] = guarded(lambda: secret_values(arguments), ())
         payload: JSONValue = guarded(
             lambda: cap(redact_values(to_jsonable(served), secrets), limits.max_payload_bytes), None)
@@ -165,7 +165,8 @@ class PendingCall:
             variant=self.variant.value,
             fingerprint=guarded(lambda: fingerprint(arguments), "unfingerprintable"),
             arg_hashes=guarded(lambda: argument_hashes(arguments), None),
-            args=guarded(lambda: cap(to_jsonable(arguments), limits.max_args_bytes), "<unavailable>"),
+            args=guarded(lambda: cap(redact_values(to_jsonable(arguments), secrets), limits.max_args_bytes),
+                         "<unavailable>"),
             outcome="cancelled" if cancelled else "error" if error is not None or outcome is None else "ok",
             legacy_payload=guarded(lambda: self._legacy(limits.max_payload_bytes, secrets), "<unavailable>"),
             new_payload=payload,
