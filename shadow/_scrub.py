@@ -121,6 +121,7 @@ _INSIDE: Final = (
     ("_gitlab_session=", re.compile(r"_gitlab_session=[0-9a-z]{20,}")),
     ("hooks.slack.com", re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_+/]+")),
     ("webhook.office.com", re.compile(r"\.webhook\.office\.com/webhookb2/\S+")),
+    ("/api/webhooks/", re.compile(r"/api/webhooks/\d{5,25}/[A-Za-z0-9_-]{20,}")),  # Discord's, and alike
     ("api.softlayer.com", re.compile(r"api\.softlayer\.com/soap/v3(?:\.1)?/[a-z0-9]{64}")),
     ("Q~", re.compile(r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}")),
     (":", re.compile(r"\b\d{5,16}:A[A-Za-z0-9_-]{34}\b|\b\d{8,10}:[0-9A-Za-z_-]{35}\b")),
