@@ -51,6 +51,8 @@ class BoundedStore:
         limit = max(0.0, self.timeout if timeout is None else min(timeout, self.timeout))  # past a deadline: 0
         if not job.done.wait(limit):
             self._late = job
+            if limit == 0.0:  # the exit deadline had passed before this call: not the store's slowness
+                raise StoreUnavailable("the exit deadline passed before the store answered")
             raise StoreUnavailable(f"the store did not answer within {limit:g} s")
         if job.error is not None:
             raise job.error
