@@ -31,6 +31,8 @@ from shadow.flags._db import Variant
 from shadow.transcripts._formats import FormatError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+#: ``shadow import`` shows its progress bar for inputs this big or bigger.
+_BAR_BYTES = 16 * 1024 * 1024
 
 
 class InputFormat(StrEnum):
@@ -199,8 +201,11 @@ def import_command(
     db_url: DbUrlOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count, write nothing.")] = False,
     max_file_mb: Annotated[int, typer.Option(
-        "--max-file-mb", min=1, help="The most one file may hold, in MiB; a bigger file (or an endless one) is "
-                                     "refused once that much is read, never read whole.")] = 256,
+        "--max-file-mb", min=1, help="The most a file read whole may hold, in MiB: one JSON document, an OTel "
+                                     "export, or a pipe; a bigger one (or an endless one) is refused once that much "
+                                     "is read. JSON lines files have no size bound.")] = 256,
+    max_line_mb: Annotated[int, typer.Option(
+        "--max-line-mb", min=1, help="The most one line of a JSON lines file may hold, in MiB.")] = 64,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", metavar=FORMAT_METAVAR, show_default=False,
         help=f"{FORMAT_HELP} or json.  [default: table]")] = None,
@@ -214,10 +219,15 @@ def import_command(
     error.type), else by the same result rules the adapter uses. User turns between calls become marks, and a
     final answer an end mark. Malformed records are reported and skipped. Importing a file again adds nothing.
 
+    JSON lines are read a line at a time and written in batches as they are read, so memory stays flat however
+    long the file. Every file is checked first (bounds, UTF-8, and with --id-key that no id names two
+    conversations): a file that fails stops the import before anything is written. A pipe is copied to a
+    temporary file first, up to --max-file-mb.
+
     Example: shadow import chats.jsonl --input-format openai --id-key thread.id --db-url sqlite:///shadow.db
     """
     from shadow.calllog._store import StoreUnavailable
-    from shadow.transcripts._importer import ImportOptions, read_files, write
+    from shadow.transcripts._importer import ImportOptions, scanned, write
 
     source, output = _import_formats(input_format, fmt, output_alias)
     url = store_url(db_url, db_alias)
@@ -225,12 +235,14 @@ def import_command(
     if missing:
         fail(f"no such file: {', '.join(missing)}; check the paths")
     options = ImportOptions(source.value, Variant(variant.value), messages_key or None, id_key or None,
-                            _rules_or_fail(rules), result_key or None, max_file_mb * 1024 * 1024)
+                            _rules_or_fail(rules), result_key or None, max_file_mb * 1024 * 1024,
+                            max_line_mb * 1024 * 1024)
     try:
-        reads = read_files(files, options)
-        total = sum(len(read.parsed.conversations) for read in reads)
-        with typer.progressbar(length=total, label="importing", file=sys.stderr, hidden=total < 1000) as bar:
-            summary = write(reads, url, options, dry_run=dry_run, progress=bar.update)
+        with scanned(files, options) as sources:
+            total = sum(source.size for source in sources)  # bytes: the bar moves as they are read
+            with typer.progressbar(length=total, label="importing", file=sys.stderr,
+                                   hidden=total < _BAR_BYTES) as bar:
+                summary = write(sources, url, options, dry_run=dry_run, progress=bar.update)
     except FormatError as exc:
         fail(str(exc))
     except ValueError as exc:
@@ -242,6 +254,8 @@ def import_command(
         return
     for problem in summary.problems:
         typer.echo(f"{problem.where}: {problem.message}", err=True)
+    if summary.unlisted:
+        typer.echo(f"... and {summary.unlisted} more skipped records, not listed", err=True)
     verb = "would write" if dry_run else "wrote"
     typer.echo(
         f"{summary.files} file(s): {summary.conversations} conversations, {summary.calls} calls, "

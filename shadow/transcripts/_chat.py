@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +56,17 @@ def parse_chat(fmt: Format, text: str, name: str, *, messages_key: str | None = 
                id_key: str | None = None, result_key: str | None = None) -> Parsed:
     """Conversations from an OpenAI or Anthropic transcript file; ``result_key`` names the key of a tool result
     that links it to its call, when not ``tool_call_id``/``tool_call_ids`` (OpenAI) or ``tool_use_id``."""
+    return chat_documents(fmt, documents(text, name), name, messages_key=messages_key, id_key=id_key,
+                          result_key=result_key)
+
+
+def chat_documents(fmt: Format, docs: Iterable[tuple[str, object] | Problem], name: str, *,
+                   messages_key: str | None = None, id_key: str | None = None,
+                   result_key: str | None = None) -> Parsed:
+    """Conversations from JSON documents already read (``(where, document)``, or a ``Problem`` for one that
+    could not be): one line of a JSON lines file, or the documents of a whole file."""
     parsed = Parsed()
-    for item in documents(text, name):
+    for item in docs:
         if isinstance(item, Problem):
             parsed.problems.append(item)
             continue

@@ -96,16 +96,8 @@ def documents(text: str, name: str) -> Iterator[tuple[str, object] | Problem]:
     except (ValueError, RecursionError) as whole:
         first_error = whole
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    parsed: list[tuple[str, object] | Problem] = []
-    good = 0
-    for number, line in lines:
-        try:
-            parsed.append((f"line {number}", json.loads(line)))
-            good += 1
-        except json.JSONDecodeError as exc:
-            parsed.append(Problem(f"{name}:line {number}", f"not JSON ({exc.msg} at column {exc.colno}); skipped"))
-        except (ValueError, RecursionError) as exc:
-            parsed.append(Problem(f"{name}:line {number}", f"{unreadable(exc)}; skipped"))
+    parsed = [line_document(number, line, name) for number, line in lines]
+    good = sum(not isinstance(item, Problem) for item in parsed)
     if good and good == len(parsed):
         yield from parsed
         return
@@ -119,6 +111,16 @@ def documents(text: str, name: str) -> Iterator[tuple[str, object] | Problem]:
     where = (f"line {first_error.lineno}, column {first_error.colno}: {first_error.msg}"
              if isinstance(first_error, json.JSONDecodeError) else unreadable(first_error))
     raise FormatError(f"{name} is neither JSON nor JSON lines ({where}); check that it is an export of transcripts")
+
+
+def line_document(number: int, line: str, name: str) -> tuple[str, object] | Problem:
+    """Line ``number`` of a JSON lines file as ``("line N", document)``, or the ``Problem`` that skips it."""
+    try:
+        return f"line {number}", json.loads(line)
+    except json.JSONDecodeError as exc:
+        return Problem(f"{name}:line {number}", f"not JSON ({exc.msg} at column {exc.colno}); skipped")
+    except (ValueError, RecursionError) as exc:
+        return Problem(f"{name}:line {number}", f"{unreadable(exc)}; skipped")
 
 
 def unreadable(exc: BaseException) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
-import hashlib
-import os
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,19 +30,11 @@ from shadow.contract._rules import Rules, looks_like_error
 from shadow.contract._schema import is_valid
 from shadow.flags._db import Mode, Variant
 from shadow.normalize import _http as normalize
-from shadow.transcripts._chat import parse_chat
-from shadow.transcripts._formats import (
-    Call,
-    Conversation,
-    Format,
-    FormatError,
-    Mark,
-    Parsed,
-    Problem,
-    text_of,
-    unreadable,
-)
-from shadow.transcripts._otel import parse_otel
+from shadow.transcripts._chat import chat_documents
+from shadow.transcripts._formats import Call, Conversation, Format, Mark, Parsed, Problem, text_of, unreadable
+from shadow.transcripts._ids import refuse_shared_ids
+from shadow.transcripts._otel import otel_documents
+from shadow.transcripts._reading import MAX_FILE_BYTES, MAX_LINE_BYTES, Reader, Source, pieces, scan
 from shadow.transcripts._recorded import as_recorded
 
 #: Record ids are uuid5 of (session, sequence, kind) in this namespace: importing a file again adds nothing.
@@ -52,10 +44,8 @@ SOURCE: Final = "import"
 #: order), so the report can say that ``--since``, per-day rows and savings do not say when they happened.
 SYNTHETIC_TIME_SOURCE: Final = "import-synthetic-time"
 BATCH: Final = 500
-#: The most one transcript file may hold (``shadow import --max-file-mb``): a bigger file, or an endless one such
-#: as ``/dev/zero``, is refused once that much is read, never read whole into memory.
-MAX_FILE_BYTES: Final = 256 * 1024 * 1024
-_CHUNK: Final = 1024 * 1024
+#: The problems a summary lists; past them it only counts (a file of a million bad lines stays small in memory).
+MAX_LISTED: Final = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +59,20 @@ class ImportOptions:
     rules: Rules | None = None
     result_key: str | None = None
     max_file_bytes: int = MAX_FILE_BYTES
+    max_line_bytes: int = MAX_LINE_BYTES
+
+    @property
+    def held(self) -> bool:
+        """Whether a whole file is held before its conversations are known (OTel: spans are grouped by
+        conversation across the file), so the file bound applies to JSON lines too."""
+        return self.fmt == "otel"
+
+    def reader(self) -> Reader:
+        """What reads conversations from a file's JSON documents in this format."""
+        if self.fmt == "otel":
+            return otel_documents
+        return functools.partial(chat_documents, self.fmt, messages_key=self.messages_key, id_key=self.id_key,
+                                 result_key=self.result_key)
 
     def effective_rules(self) -> Rules:
         """Your rules first, then the MCP error texts, then the built-in rules (the adapter's)."""
@@ -90,12 +94,21 @@ class Summary:
     synthetic_times: int = 0  # calls whose time is not in the data (the file's time, in order, stands in)
     written: int = 0
     already_present: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # the first MAX_LISTED of them
+    unlisted: int = 0  # problems past those
 
     @property
     def skipped(self) -> int:
         """Malformed records skipped."""
-        return len(self.problems)
+        return len(self.problems) + self.unlisted
+
+    def report(self, problems: Iterable[Problem]) -> None:
+        """Count ``problems``; the first ``MAX_LISTED`` of an import are kept to be shown."""
+        for problem in problems:
+            if len(self.problems) < MAX_LISTED:
+                self.problems.append(problem)
+            else:
+                self.unlisted += 1
 
     def to_json(self) -> dict[str, Any]:
         """The summary as JSON data (the shape of ``shadow import --format json``)."""
@@ -106,6 +119,7 @@ class Summary:
             "written": self.written,
             "already_present": self.already_present,
             "problems": [{"where": p.where, "message": p.message} for p in self.problems],
+            "problems_unlisted": self.unlisted,
         }
 
 
@@ -119,48 +133,39 @@ class ReadFile:
     parsed: Parsed
 
 
+@contextlib.contextmanager
+def scanned(paths: Iterable[str | Path], options: ImportOptions) -> Iterator[list[Source]]:
+    """The first pass over every file: each one's layout, digest and bounds checked and, with ``--id-key``, no id
+    naming two conversations; a ``FormatError`` then, before anything is written. Copies of pipes live as long as
+    the context."""
+    with contextlib.ExitStack() as copies:
+        sources = [scan(path, max_file_bytes=options.max_file_bytes, max_line_bytes=options.max_line_bytes,
+                        held=options.held, copies=copies) for path in paths]
+        if options.fmt != "otel" and options.id_key:  # spans of one conversation may span export files; without
+            # --id-key a reused id with other content is reported per conversation when written
+            refuse_shared_ids(lambda: (c for s in sources for p, _ in parts(s, options) for c in p.conversations),
+                              options.id_key)
+        yield sources
+
+
+def parts(source: Source, options: ImportOptions) -> Iterator[tuple[Parsed, int]]:
+    """The second pass over one file: what each line (or the whole file) holds, with the bytes read so far."""
+    return pieces(source, options.reader(), held=options.held, max_line_bytes=options.max_line_bytes)
+
+
 def read_file(path: str | Path, options: ImportOptions) -> ReadFile:
-    """Parse one file; ``FormatError`` when the whole file is unreadable in ``options.fmt``."""
-    where = Path(path)
-    try:
-        raw = _read_bounded(where, options.max_file_bytes)
-    except FileNotFoundError:
-        raise FormatError(f"{where}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise FormatError(f"{where} is a directory; pass transcript files, for example {where}/*.jsonl") from None
-    except OSError as exc:
-        raise FormatError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{where} is not UTF-8 text (byte {exc.start}); export the transcripts as JSON") from None
-    name = str(where)
-    if options.fmt == "otel":
-        parsed = parse_otel(text, name)
-    else:
-        parsed = parse_chat(options.fmt, text, name, messages_key=options.messages_key, id_key=options.id_key,
-                            result_key=options.result_key)
-    mtime = dt.datetime.fromtimestamp(where.stat().st_mtime, dt.UTC)
-    return ReadFile(where, hashlib.sha256(raw).hexdigest(), mtime, parsed)
+    """One file parsed and held whole (for a look at a small file; ``import_files`` streams); ``FormatError`` when
+    the whole file cannot be read in ``options.fmt``."""
+    with scanned([path], options) as [source]:
+        return _held(source, options)
 
 
-def _read_bounded(where: Path, limit: int) -> bytes:
-    """The file's bytes, read in chunks; ``FormatError`` as soon as more than ``limit`` bytes are there."""
-    shown = f"{limit / (1024 * 1024):g} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
-    too_big = FormatError(f"{where} holds more than {shown}, the most shadow import reads from one file; split it "
-                          "(for example: split -l 100000 FILE part-) or raise --max-file-mb")
-    with where.open("rb") as source:
-        size = os.fstat(source.fileno()).st_size
-        if size > limit:
-            raise too_big
-        chunks: list[bytes] = []
-        kept = 0
-        while chunk := source.read(min(_CHUNK, limit + 1 - kept)):
-            chunks.append(chunk)
-            kept += len(chunk)
-            if kept > limit:
-                raise too_big
-    return b"".join(chunks)
+def _held(source: Source, options: ImportOptions) -> ReadFile:
+    whole = Parsed()
+    for parsed, _ in parts(source, options):
+        whole.conversations.extend(parsed.conversations)
+        whole.problems.extend(parsed.problems)
+    return ReadFile(Path(source.name), source.digest, source.mtime, whole)
 
 
 def record_id(session_id: str, seq: int, kind: str) -> str:
@@ -228,18 +233,20 @@ def session_of(conversation: Conversation, read: ReadFile, index: int) -> str:
     return conversation.conversation_id or f"import-{read.digest[:16]}-{index}"
 
 
-def records(read: ReadFile, options: ImportOptions, summary: Summary, rules: Rules | None = None) -> Iterator[Record]:
-    """The call and mark records of one parsed file (counted into ``summary``)."""
+def records(read: ReadFile, options: ImportOptions, summary: Summary, rules: Rules | None = None, *,
+            first: int = 0) -> Iterator[Record]:
+    """The call and mark records of one parsed file, or of one part of it whose first conversation is the file's
+    ``first`` (counted into ``summary``)."""
     rules = rules or options.effective_rules()
     mode = Mode.CUTOVER if options.variant is Variant.STRUCTURED else Mode.SHADOW
-    for index, conversation in enumerate(read.parsed.conversations):
+    for index, conversation in enumerate(read.parsed.conversations, first):
         summary.conversations += 1
         sid = session_of(conversation, read, index)
         counts = Summary()
         try:
             found = list(_conversation_records(conversation, sid, read, options, counts, rules, mode))
         except (ValueError, RecursionError) as exc:  # one bad record: skipped with its place and reason
-            summary.problems.append(Problem(conversation.where, f"{unreadable(exc)}; the conversation is skipped"))
+            summary.report([Problem(conversation.where, f"{unreadable(exc)}; the conversation is skipped")])
             continue
         for name in ("calls", "errors", "user_turns", "ends", "unrecorded_arguments", "synthetic_times"):
             setattr(summary, name, getattr(summary, name) + getattr(counts, name))
@@ -302,44 +309,18 @@ def _present(url: str, batch: Sequence[Record], problems: list[Problem] | None =
 
 
 def read_files(paths: Iterable[str | Path], options: ImportOptions) -> list[ReadFile]:
-    """Parse every file; a whole file that cannot be read raises ``FormatError``, and ids that name several
-    conversations of this import raise ``IdCollision`` (nothing is written then)."""
-    reads = [read_file(path, options) for path in paths]
-    check_ids(reads, options)
-    return reads
-
-
-class IdCollision(FormatError):
-    """One conversation id names several conversations of one import: they would merge into one session."""
-
-
-def check_ids(reads: Sequence[ReadFile], options: ImportOptions) -> None:
-    """Refuse an import in which one conversation id names two or more conversations, saying how to fix it."""
-    if options.fmt == "otel" or not options.id_key:  # spans of one conversation may span export files; without
-        return  # --id-key a reused id with other content is reported per conversation when written
-    seen: dict[str, list[str]] = {}
-    for read in reads:
-        for conversation in read.parsed.conversations:
-            if conversation.conversation_id is not None:
-                seen.setdefault(conversation.conversation_id, []).append(conversation.where)
-    repeated = {cid: where for cid, where in seen.items() if len(where) > 1}
-    if not repeated:
-        return
-    cid, where = next(iter(repeated.items()))
-    key = f"--id-key {options.id_key}"
-    places = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-    raise IdCollision(
-        f"{key} does not tell conversations apart: {len(repeated)} ids name several conversations each, for "
-        f"example {cid!r} names {len(where)} ({places}); they would merge into one session. Pass a key that is "
-        "unique per conversation, or a combined key such as --id-key task_id,trial"
-    )
+    """Every file parsed and held whole (for a look at small files; ``import_files`` streams); a file that cannot
+    be read raises ``FormatError``, and ids that name several conversations of this import ``IdCollision``."""
+    with scanned(paths, options) as sources:
+        return [_held(source, options) for source in sources]
 
 
 def write(
-    reads: Sequence[ReadFile], url: str, options: ImportOptions, *, dry_run: bool = False,
+    sources: Sequence[Source], url: str, options: ImportOptions, *, dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> Summary:
-    """Write the records of parsed files to the call log at ``url``; ``progress(1)`` after each conversation."""
+    """Write the records of scanned files to the call log at ``url`` as they are read, ``BATCH`` at a time;
+    ``progress(n)`` as ``n`` more bytes are read."""
     summary = Summary()
     rules = options.effective_rules()
     store = SqlStore(url)
@@ -349,24 +330,27 @@ def write(
 
     def flush() -> None:
         if batch and not dry_run:
-            reported = len(summary.problems)
-            summary.already_present += _present(store.url, batch, summary.problems)
-            summary.problems[reported:] = list({p.where: p for p in summary.problems[reported:]}.values())
+            different: list[Problem] = []
+            summary.already_present += _present(store.url, batch, different)
+            summary.report({p.where: p for p in different}.values())
             store.write(batch)
         summary.written += len(batch)
         batch.clear()
 
-    for read in reads:
+    for source in sources:
         summary.files += 1
-        summary.problems.extend(read.parsed.problems)
-        seen = summary.conversations
-        for record in records(read, options, summary, rules):
-            batch.append(record)
-            if len(batch) >= BATCH:
-                flush()
-            if progress is not None and summary.conversations > seen:
-                progress(summary.conversations - seen)
-                seen = summary.conversations
+        index = done = 0
+        for parsed, offset in parts(source, options):
+            summary.report(parsed.problems)
+            read = ReadFile(Path(source.name), source.digest, source.mtime, parsed)
+            for record in records(read, options, summary, rules, first=index):
+                batch.append(record)
+                if len(batch) >= BATCH:
+                    flush()
+            index += len(parsed.conversations)
+            if progress is not None:
+                progress(offset - done)
+            done = offset
     flush()
     summary.written -= summary.already_present
     return summary
@@ -376,6 +360,8 @@ def import_files(
     paths: Iterable[str | Path], url: str, options: ImportOptions, *, dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> Summary:
-    """Read every file first (a whole file that cannot be read raises ``FormatError`` before anything is
-    written), then write their records to the call log at ``url``; importing a file twice adds nothing."""
-    return write(read_files(paths, options), url, options, dry_run=dry_run, progress=progress)
+    """Check every file first (one that cannot be read, or an ``--id-key`` naming two conversations, raises
+    ``FormatError`` before anything is written), then read them again and write their records to the call log at
+    ``url`` as they are read; importing a file twice adds nothing."""
+    with scanned(paths, options) as sources:
+        return write(sources, url, options, dry_run=dry_run, progress=progress)

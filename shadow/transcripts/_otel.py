@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -206,9 +206,15 @@ def _marks(span: Span) -> list[Mark]:
 def parse_otel(text: str, name: str) -> Parsed:
     """Conversations from exported spans: ``execute_tool`` spans grouped by ``gen_ai.conversation.id`` (else by
     trace), ordered by start time; a new ``invoke_agent`` parent between two calls is a user turn."""
+    return otel_documents(documents(text, name), name)
+
+
+def otel_documents(docs: Iterable[tuple[str, object] | Problem], name: str) -> Parsed:
+    """``parse_otel`` of JSON documents already read (``(where, document)`` or a ``Problem``): the spans of all of
+    them are held, since one conversation's spans may be anywhere in the file."""
     parsed = Parsed()
     spans: list[Span] = []
-    for item in documents(text, name):
+    for item in docs:
         if isinstance(item, Problem):
             parsed.problems.append(item)
             continue

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from shadow.calllog._records import CallRecord
 from shadow.cli import ExitCode, app
-from shadow.transcripts._importer import IdCollision, ImportOptions, Summary, read_file, read_files, records
+from shadow.transcripts._ids import IdCollision
+from shadow.transcripts._importer import ImportOptions, Summary, read_file, read_files, records
 
 TRIALS = Path(__file__).parents[1] / "fixtures" / "transcripts" / "swe_agent_trials.jsonl"
 runner = CliRunner()
