@@ -25,7 +25,7 @@ def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION
 _STATUS_LINE = (r"(?:status(?: code)?:?|returned(?: error| status| code| http)*:?|http(?:/[\d.]+)?|"
-                r"\b(?:error|code)\s*[:(]?|\w(?:Error|Exception)\(|^(?=(?-i:\d{3} [A-Z])))\s*")
+                r"\b(?:error|code)\s*[:(]?|\bfailed \((?=\d{3}\))|\w(?:Error|Exception)\(|^(?=(?-i:\d{3} [A-Z])))\s*")
 _SERVICE = (r"(?:service|server|api|backend|upstream|database|db|host|endpoint|site|website|provider|gateway|"
             r"cluster|instance|node|network)s?")
 
@@ -58,7 +58,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"query|running) time "
        r"(?:exceeded|limit)|exceeded the (?:maximum )?(?:execution )?time|time limit (?:exceeded|reached)|"
        r"exceeded (?:its |the )?time ?limit\b|"
-       r"\b(?:due to|because of) (?:a |the )?time-?out\b",
+       r"\b(?:due to|because of) (?:a |the )?time-?out\b|\bwithin the (?:configured |allowed |given )?time-?out\b",
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
     # A failed login named as the cause ("Could not connect. Last error: Authentication failed.") is the cause.
@@ -75,7 +75,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"communicate)\b[^.!\n]{0,80}[.!]\s*(?:please )?try again\b|(?:returned|gave|sent) (?:an? )?(?:empty|"
        r"malformed|unexpected|incomplete) (?:response|reply|answer)|\b(?:ended|completed|closed) without (?:any )?"
        r"(?:content|data|result|response|output)\b|\bno (?:\w+ ){1,2}(?:was )?returned from\b|\bEHOSTUNREACH\b|"
-       r"\bENETUNREACH\b|"
+       r"\bENETUNREACH\b|\bERR[ _]NAME[ _]NOT[ _]RESOLVED\b|\bERR[ _]CONNECTION[ _](?:REFUSED|RESET|CLOSED)\b|"
+       r"\bERR[ _]INTERNET[ _]DISCONNECTED\b|\btransient (?:\w+ )?(?:error|failure)\b|\btemporary network\b|"
        r"ConnectError|Connection(?:Refused|Reset|Aborted)?Error|RemoteProtocolError|Name or service not known|"
        r"name resolution|could not resolve host|"
        r"nodename nor servname|connection to [^\n]{1,80}? (?:was )?refused|connection (?:was |is )?(?:refused|reset|"
@@ -91,7 +92,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
     # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
     _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|too many (?:concurrent|simultaneous|parallel) \w+|"
-       r"slow down|throttl|excessive (?:requests|calls)|"
+       r"slow down|throttl(?!\w* (?:is |are )?not supported)|excessive (?:requests|calls)|"
        r"(?:requests|calls) (?:are |were )?too (?:frequent|fast)|too (?:frequent|fast) (?:requests|calls)|"
        r"\bretry[- ]after\b|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
@@ -125,7 +126,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The request conflicts with the current state. Read the current state first."),
     _p(_STATUS_LINE + r"402\b", Code.QUOTA_EXCEEDED, "an HTTP 402 status in the text",
        "The account's credits or plan limit are used up. Tell the user; retrying will not help."),
-    _p(_STATUS_LINE + r"(?:412|428)\b", _FP, "an HTTP 412 status in the text",
+    _p(_STATUS_LINE + r"(?:412|423|428)\b", _FP, "an HTTP 412 status in the text",
        "The current state does not allow this. Read the current state first."),
     _p(_STATUS_LINE + r"415\b", Code.UNSUPPORTED_INPUT, "an HTTP 415 status in the text",
        "The service does not take this kind of input. Send a supported kind."),
@@ -135,7 +136,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "The service rejected the request as invalid. Correct the arguments."),
     # A message that opens by naming the bad argument ("Invalid timezone: ...") is about that argument, whatever
     # the detail after the colon says.
-    _p(r"^\s*(?:invalid|malformed|bad|missing) (?:\w+ ){0,2}\w+:|\bonly (?:one|a single)\b|syntax error|"
+    _p(r"^\s*(?:invalid|malformed|bad|missing) (?:\w+ ){0,2}\w+:|\bonly (?:one|a single)\b(?! \w+ (?:can|may) be "
+       r"(?:running|open|active|in progress))|syntax error|"
        r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
        r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|"
        r"error while parsing|(?:unable|could not|couldn't|cannot|can't) (?:to )?parse|\bis not defined\b|"
@@ -158,7 +160,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"permitted)\b|^\s*(?:the )?(?:field|parameter|argument|key|property|option|value|input)s?\b[^.\n]{0,40}?"
        r"\b(?:is |are )?not (?:allowed|permitted)\b|\bnot (?:allowed|permitted) in (?:the |a |an )?(?:\w+ )?"
        r"(?:name|title|value|field|query|path|url|string|identifier|template|key|filename)s?\b|"
-       r"\bnot allowed to (?:combine|mix)\b|"
+       r"\bnot allowed to (?:combine|mix)\b|\bproviding both\b|\bboth \S+ and \S+ (?:are |is )?not allowed\b|"
+       r"\b(?:is|are) only supported (?:for|with|in) (?:the )?\w+ (?:action|mode|operation|option|type|command)\b|"
+       r"\bcan only be used (?:when|with|if)\b|\b(?:provide|specify|pass)\b[^.\n]{1,80}\(or both\)|"
        r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
        r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
        r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
@@ -176,7 +180,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "status and stage or clean up."),
     # Who may do what.
     _p(r"authentication failed|bad credentials|unauthori[sz]ed|unauthenticated|not authenticated|"
-       r"invalid[ _-]?auth|invalid (?:api[ _-]?)?(?:key|token|credentials)|(?:api[ _-]?)?(?:key|token) (?:is |"
+       r"invalid[ _-]?auth|(?<!contains an )invalid (?:api[ _-]?)?(?:key|token|credentials)|rejected the (?:stored )?"
+       r"(?:access |auth |api )?(?:token|key|credentials)\b|(?:api[ _-]?)?(?:key|token) (?:is |"
        r"was |has )?(?:invalid|not valid|expired|revoked)|expired (?:token|credentials)|log ?in required|not logged in|"
        r"credentials? (?:are |is )?(?:missing|invalid|expired)|authentication required|requires authentication|"
        r"please (?:log ?in|sign in|authenticate)|api[ _-]?key (?:is )?(?:required|missing|not (?:set|configured|"
@@ -204,6 +209,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"be) an? (?:\w+ ){0,2}(?:file|image|"
        r"document|directory|folder)\b|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|document|"
        r"spreadsheet)(?: file)?\b|\bis (?:a )?(?:damaged|corrupt(?:ed)?)\b|does not contain (?:any )?text|"
+       r"\bexpected [\w/*.+-]+ (?:mime[ -]?)?type, got\b|\bwith (?:an? )?(?:account|app|service)[ -]level "
+       r"(?:auth|token|credentials)\b|\bare not supported for\b|"
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
@@ -219,9 +226,12 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
        r"administrator|owner|elevated|root|superuser) "
        r"(?:rights|privileges|access|permissions?|role)|(?:admin|administrator|owner) (?:rights|privileges|access|"
-       r"role) (?:is |are )?required|only (?:the )?(?:owner|admin|administrator|creator|author|organi[sz]er|host)s? "
+       r"role) (?:is |are )?required|only (?:the |its |their )?(?:owner|admin|administrator|creator|author|"
+       r"organi[sz]er|host)s? "
        r"(?:can|may|is allowed)|\bSSRF\b|path traversal|(?:outside|escapes?|beyond) (?:of )?(?:the )?(?:\w+ )?"
-       r"(?:sandbox|workspace|root|base director(?:y|ies))|allowed director(?:y|ies)|(?:allow|white)[ -]?list",
+       r"(?:sandbox|workspace|root|base director(?:y|ies))|allowed director(?:y|ies)|(?:allow|white)[ -]?list|"
+       r"\bblocked by (?:the )?(?:\w+ )?(?:block|deny|black)[ -]?list\b|\boutside (?:of )?the active (?:\w+ )?"
+       r"constraint\b|\b(?:file |local )?access is disabled\b",
        Code.PERMISSION_DENIED,
        "the caller is not allowed to do this", "Access to {value} is not allowed. Ask the user for access "
        "instead of retrying."),
@@ -233,7 +243,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|\bduplicate (?:key|entry|entries|name|value|id|record|row|column|"
        r"item|index|title|label|email|username)s?\b|\bis a duplicate\b|\bduplicates? (?:found|detected|exists?)\b|"
        r"unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
-       r"registered|a member|subscribed|starred|linked|installed)|already exists?\b|"
+       r"registered|a member|subscribed|starred|linked|installed|provisioned)|already exists?\b|"
        r"exists already|^\s*(?:the )?(?:file|directory|folder|path) exists\b|"
        r"already (?:present|defined|created|uploaded|stored)\b",
        Code.ALREADY_EXISTS,
@@ -253,7 +263,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?!(?:the |this )?(?:field|parameter|argument|value|column|key|format)s?\b)|"
        r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
        r"\b(?:deployment|cluster|instance|server version|installation) (?:does not|doesn't) support\b|"
-       r"install the optional|\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
+       r"\b(?:is|are) required (?:for|to) [^.\n]{0,60}\bbut (?:was |were )?not found\b|install the optional|"
+       r"\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
        r"dependency|extra) (?:is )?(?:not available|missing)|not (?:yet )?(?:available|supported) in this (?:version|"
@@ -263,10 +274,12 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"object has no attribute|\bNoneType\b|is not subscriptable|\b(?:AttributeError|AssertionError|IndexError)\b|"
        r"unhandled (?:exception|error)|see (?:the )?(?:server |tool )?logs?\b|check (?:the )?(?:server )?logs? for "
        r"(?:details|more)|\bclient (?:is |was )?not initiali[sz]ed\b|"
-       r"\binternal error\b(?! \()|please report (?:this|it)\b|this is a bug", Code.INTERNAL_ERROR,
+       r"\binternal error\b(?! \()|^\s*unexpected response format\b|please report (?:this|it)\b|this is a bug",
+       Code.INTERNAL_ERROR,
        "the tool's own code failed", "The tool failed unexpectedly. Tell the user the operation could not be "
        "completed."),
-    _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
+    _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\btool (?:<value>|\S+) is not available\b|"
+       r"\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
        _NF, "the tool, prompt or item the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
     # A value of the wrong form, said in words a business rule also uses ("cannot contain", "does not match").
@@ -286,7 +299,10 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\b(?:operation|option|mode|action|command) requires <value>|\bno (?:\w+ ){0,2}(?:provided|given|specified)\b|"
        r"\bnot (?:provided|specified)\b|\b(?:valid|allowed|supported|accepted|available) (?:values|options|choices|"
        r"modes|operations|actions|units) (?:are|is|include)\b|\bexpected one of\b|\bone of the following\b|"
-       r"\bchoose (?:from|one of)\b|\bYYYY\b|\bISO[ -]?8601\b|\bin the format\b|\bexpected format\b|\bformat "
+       r"\bchoose (?:from|one of|(?:only )?one\b)|\bYYYY\b|\bISO[ -]?8601\b|\b(?:in|use) the format\b|"
+       r"\bmultiple (?:\w+ ){0,2}(?:found|match(?:es|ed)?)\b|"
+       r"\b(?:could not|unable to|cannot) extract (?:\w+ ){1,3}from "
+       r"(?:the )?(?:url|uri|link)\b|\bbut \S+ was (?:used|given|passed)\b|\bexpected format\b|\bformat "
        r"(?:should|must) be\b|\btoo (?:short|few|small)\b|(?:must|should) not be (?:empty|blank|null|none|negative|"
        r"zero)\b|\bis in the past\b|\bunknown (?:parameter|argument|field|option|property|key)s?\b|\bambiguous\b|"
        r"\bmatches \d+ (?:times|locations|places|occurrences)\b|"
@@ -298,7 +314,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        _V, "an argument has the wrong form", "The argument {value} is not valid. Correct it, for example as the "
        "tool's input schema describes it."),
     # The state the call needs is not there yet: a step to do first, a thing still in use, nothing open or set up.
-    _p(r"\bbefore (?:you can|calling|using|running|it can)\b|"
+    _p(r"\bbefore (?:you can|calling|using|running|it can)\b|\b(?:select|choose|pick) (?:\w+ ){1,5}before \w+ing\b|"
        r"\b(?:has|have|had) not (?:yet )?been \w+|\btoo many (?:open|opened|running|active|pending) \w+|"
        r"\btoo many \w+ (?:open|opened|running|active|pending|in progress)\b|"
        r"\bnot \w+ yet\b|\bnot yet\b|\bhasn't been\b|\bstill (?:in use|"
@@ -307,7 +323,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bnot (?:been )?(?:configured|set up)\b|\bno (?:active|open|current|running|selected|"
        r"loaded) (?:\w+ )?(?:session|connection|"
        r"transaction|document|workbook|presentation|browser|page|tab|project|sheet|window|context|conversation|"
-       r"game|job|run|instance|environment|repository)s?\b(?! (?:\w+ )?found)|"
+       r"game|job|run|instance|environment|repository|recording|trace)s?\b(?! (?:\w+ )?found)|\bout of sync\b|"
        r"\bnot (?:currently )?(?:running|started|connected|loaded|opened|attached|mounted|paired|selected)\b|"
        r"\bcannot \w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bto override\b|\bonly (?:\w+ ){1,3}(?:can|"
        r"may) be \w+|"
@@ -344,7 +360,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"pathspec .* did not match|not a git repository|unknown (?:revision|id|item|user|file|tool|ref|resource|"
        r"repository|branch|channel|project|issue|page|document|collection|index|prompt|workspace|order|product|"
        r"reference|link|database|table|cluster|model|agent|member|variable)|"
-       r"malformed object name|not found|no such\b|does not exist|doesn't exist|missing (?:record|item)|"
+       r"malformed object name|not found|no such\b|does not exist|doesn't exist|no longer exists?\b|"
+       r"\b(?:may|might) not exist\b|missing (?:record|item)|"
        r"\bno (?:\w+ )?results? (?:available|returned)\b|\bis not present in table\b|"
        r"(?:could not|couldn't|cannot|can't|unable to) find|\bno (?:\S+ ){1,5}(?:was |were )?found|zero results|"
        r"no results|\bthere (?:are|is) no \w+\b|(?:cannot|could not|can't) be (?:found|located)|"
@@ -366,11 +383,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"denied by (?:the )?user)(?![^.\n]{0,20}?\b(?:because|due to|since)\b|\s*:)",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
-       r"(?:bytes|characters|chars|tokens|items|kb|mb)|\bmax(?:imum)? \w+ exceeded|entity too large|"
+       r"(?:bytes|characters|chars|tokens|items|kb|mb|kib|mib|gb|gib)\b|\bmax(?:imum)? \w+ exceeded|entity too large|"
        r"memory limit|out of memory|memory exhaustion|\bover the (?:\w+ ){0,2}limit\b|exceeded (?:the )?limit|"
-       r"exceeds? (?:the )?(?:\w+ )?limit|size exceeded|;\s*the limit is|too much memory|"
+       r"exceeds? (?:the )?(?:(?!time\b)\w+ ){0,2}limit|size exceeded|;\s*the limit is|too much memory|"
        r"\bmore than [\d,.]+ (?:cells|rows|"
-       r"formulas|items|pages|records|results|lines|files)\b|\bover the (?:\w+ ){3}limit\b|\b(?:at most|no more "
+       r"formulas|items|pages|records|results|lines|files|steps)\b|\bover the (?:\w+ ){3}limit\b|\b(?:at most|no more "
        r"than|a maximum of|max(?:imum)?(?: of)?) [\d,]+ (?!seconds|minutes|hours|days|decimal|digits)[a-z]+s\b|"
        r"\btoo many (?:items|rows|records|tokens|bytes|characters|chars|elements|results|values|files|pages|cells|"
        r"urls|ids|symbols|entries|lines)\b",

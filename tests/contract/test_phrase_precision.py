@@ -69,6 +69,18 @@ def _served(text: str) -> str:
     ("User did not approve the transfer, so nothing was sent.", UNPLACED, "cancelled"),
     ("limit should be an integer between 1 and 50", UNPLACED, "validation_error"),
     ("Token refresh failed: invalid_grant", "validation_error", "unauthenticated"),
+    # the seventh batch's fresh layers: a feature named like a limit, a lexical token, a form rule said with
+    # "not allowed", a second run of a single-run thing, a missing program, an answer the tool could not read
+    ("Request throttling is not supported with a proxy configured.", "rate_limited", "unsupported_input"),
+    ("selector contains an invalid token near ')'", "unauthenticated", "validation_error"),
+    ('Providing both "page" and "cursor" is not allowed.', "permission_denied", "validation_error"),
+    ("A recording is already running. Only one recording can be running at a time.", "validation_error",
+     "conflict"),
+    ("Workspace already provisioned.", "failed_precondition", "already_exists"),
+    ("pandoc is required for document conversion but was not found. Install pandoc and retry.", "not_found",
+     "not_implemented"),
+    ("Unexpected response format: {'message': 'Not Found'}", "not_found", "internal_error"),
+    ("Expected image/* MIME type, got 'text/csv'.", "validation_error", "unsupported_input"),
 ])
 def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None:
     assert was != served
@@ -95,6 +107,22 @@ def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None
     ("Refusing to fetch loopback host 'localhost'", "permission_denied"),
     ("Your session has expired. Please log in again.", "unauthenticated"),
     ("Please re-authenticate", "unauthenticated"),
+    # readings the seventh batch's dev layers added
+    ("Blocked by blocklist: https://ads.example.net/t.js", "permission_denied"),
+    ("Comment 7 was written by another user; only its author can delete it.", "permission_denied"),
+    ("Board 42 was archived or no longer exists", "not_found"),
+    ('Tool "export_pdf" is not available in this session.', "not_found"),
+    ("The element did not become clickable within the configured timeout.", "upstream_timeout"),
+    ("API request failed (404) for GET /v2/runs/1", "not_found"),
+    ("Request failed with status code 423", "failed_precondition"),
+    ("Filtered output exceeds 256 KiB; narrow the filter.", "payload_too_large"),
+    ("Could not extract issue ID from URL.", "validation_error"),
+    ("Ignore options can only be used when status is ignored", "validation_error"),
+    ("Multiple users found for name 'dana'. Pass the user id instead.", "validation_error"),
+    ("Error: no active trace recording to stop.", "failed_precondition"),
+    ("Error: net::ERR_NAME_NOT_RESOLVED at https://x.example", "upstream_unavailable"),
+    ("A transient SSL error occurred after 3 attempts.", "upstream_unavailable"),
+    ("Rejected the stored access token for this session. Please re-authorize to continue.", "unauthenticated"),
 ])
 def test_the_reading_a_family_was_written_for_stays(text: str, served: str) -> None:
     assert _served(text) == served

