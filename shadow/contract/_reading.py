@@ -1,6 +1,6 @@
-"""What an error text reads as: the phrase table's first row after a wrapper's opening, checked for a no-retry.
+"""What an error text reads as: the phrase table's first row in its main clause, after a wrapper's opening.
 
-Unless the author warns against the retry that row would advise.
+Checked for a no-retry, unless the author warns against the retry that row would advise.
 """
 
 from __future__ import annotations
