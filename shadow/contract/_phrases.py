@@ -86,7 +86,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|not available|down|unreachable|"
        r"overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
-       r"\bfetch failed\b|\bno response\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
+       r"\bfetch failed\b|\bno response\b|\bbackend error\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
        r"^\s*(?:an? )?unknown (?:server )?error\b|try again later|retry later",
        Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
@@ -163,7 +163,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bnot allowed to (?:combine|mix)\b|\bproviding both\b|\bboth \S+ and \S+ (?:are |is )?not allowed\b|"
        r"\b(?:is|are) only supported (?:for|with|in) (?:the )?\w+ (?:action|mode|operation|option|type|command)\b|"
        r"\bcan only be used (?:when|with|if)\b|\b(?:provide|specify|pass)\b[^.\n]{1,80}\(or both\)|"
-       r"\bexactly one of\b|\b(?:provide|specify|pass|supply|give|set) (?:either|exactly one|only one|one of|"
+       r"\bexactly one of\b|^\s*please (?:specify|provide) (?:a|an|the|either|one)\b|\b(?:provide|specify|pass|supply|"
+       r"give|set) (?:either|exactly one|only one|one of|"
        r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
        r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
        r"available|expected|must be|choose)\b", _V, "the arguments are combined or spelt wrongly",
@@ -191,6 +192,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"login|passcode)\b|log ?in failed|sign[ -]?in failed|authentication (?:error|failure)|(?:session|login) "
        r"(?:has )?expired|(?:must|need to|needs to) (?:be )?(?:log(?:ged)? ?in|sign(?:ed)? ?in|authenticated?)\b|"
        r"not (?:logged|signed) in|(?:log|sign) ?in (?:first|again)|^\s*(?:please )?re-?authenticate|"
+       r"\brun `?[\w-]+ (?:auth )?log ?in\b|\binvalid (?:oauth |access |bearer |refresh )+token\b|"
        r"(?:failed|unable) to (?:obtain|get|fetch|refresh|acquire) (?:an? |the |new )?"
        r"(?:access|auth|oauth|bearer|refresh) token\b",
        Code.UNAUTHENTICATED,
@@ -207,8 +209,12 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
        r"\bbinary (?:file|data|content)\b|\bdecode (?:\w+ )?as text\b|must (?:point to|"
        r"be) an? (?:\w+ ){0,2}(?:file|image|"
-       r"document|directory|folder)\b|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|document|"
-       r"spreadsheet)(?: file)?\b|\bis (?:a )?(?:damaged|corrupt(?:ed)?)\b|does not contain (?:any )?text|"
+       r"document|directory|folder)\b(?! path| name)|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|"
+       r"document|"
+       r"spreadsheet)(?: file)?\b|\b(?:is|appears to be) (?:a )?(?:damaged|corrupt(?:ed)?)\b|"
+       r"does not contain (?:any )?text|"
+       r"\bEOF marker not found\b|\binvalid elementary object\b|\b(?:could not|cannot|"
+       r"unable to) extract (?:any )?text\b|"
        r"\bexpected [\w/*.+-]+ (?:mime[ -]?)?type, got\b|\bwith (?:an? )?(?:account|app|service)[ -]level "
        r"(?:auth|token|credentials)\b|\bare not supported for\b|"
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
@@ -221,7 +227,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"blocks requests to|denied to|"
        r"not authori[sz]ed (?:to|on|for)\b|is not authori[sz]ed|\bnot accessible by\b|"
        r"\b(?:operations?|writes?|deletes?|updates?|inserts?) (?:are|is) disabled\b|"
-       r"missing (?:required )?scopes?\b|insufficient (?:scopes?|"
+       r"missing (?:required )?scopes?\b|insufficient (?:\w+ )?scopes\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
        r"administrator|owner|elevated|root|superuser) "
@@ -347,7 +353,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"can not)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
-       r"\bnon-\w+ \w+ cannot\b|(?<!exist or )(?<!found or )\bhas expired\b|\bis not enabled\b|"
+       r"\bnon-\w+ \w+ cannot\b|\bno active \w+ selected\b|\b(?:service|feature|api) (?:is )?not enabled\b|"
+       r"(?<!exist or )(?<!found or )\bhas expired\b|\bis not enabled\b|"
        r"\balready (?:been )?\w+ed\b|"
        r"\b(?:no|only \S+|just \S+) (?:\w+ ){0,2}left\b|\boutside (?:of )?(?:the )?(?:\S+ ){0,3}(?:window|"
        r"period|hours)\b|\b(?:above|exceeds|over|violates|against) (?:the )?(?:\w+ ){0,2}policy\b|not (?:allowed|"
@@ -401,7 +408,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"(?:" + _SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).
-    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|missing(?! (?:\w+ )?(?:in|from) (?:the )?(?:\w+ )?"
+    _p(r"^\s*invalid\b|\binvalid\b|\bnot valid\b|must be|required|(?<!response )missing(?! (?:\w+ )?(?:in|"
+       r"from) (?:the )?(?:\w+ )?"
        r"(?:response|reply))|malformed|bad request|\bexpected\b(?! (?:a |an )?(?:response|reply|result|answer) from)|"
        r"unprocessable|\bincorrect\b|validation failed|failed validation|\b(?:ValueError|TypeError|"
        r"ValidationError)\b|syntax error|"

@@ -1,6 +1,6 @@
-"""What an error text reads as: the phrase table's first row after a wrapper's opening, checked for a no-retry.
+"""What an error text reads as: the phrase table's first row in its main clause, after a wrapper's opening.
 
-Unless the author warns against the retry that row would advise.
+Checked for a no-retry, unless the author warns against the retry that row would advise.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from shadow.contract._phrases import PHRASES, Phrase
 #: failed:", "Security violation:"): the meaning is in what follows, which is read first.
 _WRAPPER = re.compile(
     r"^\s*(?:(?:mcp )?error(?: -?\d+)?|unexpected error|an? error occurred|error occurred|database error|"
-    r"security violation|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
+    r"security violation|(?:an? )?(?:unexpected |unknown )?error (?:has )?occurred\.\s*(?:error )?message|"
+    r"(?:error )?message|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
     re.IGNORECASE)
 
 
@@ -34,6 +35,33 @@ def reading(text: str) -> tuple[Phrase, str] | None:
         return None
     found = phrase.pattern.search(mask_locations(text))
     return phrase, found.group(0).strip() if found is not None else ""
+
+
+#: A first sentence followed by a remedy or a side rule ("... is blocked. Only read operations are allowed.",
+#: "Too many requests. Please try again later."): the first sentence is read first, so the advice never decides.
+_REMEDY_AFTER = re.compile(
+    r"[.!](?=\s+(?:please|try|retry|use|check|verify|ensure|make sure|only|wait|restart|you (?:may|can|should)|"
+    r"contact|consider|see)\b)", re.IGNORECASE)
+#: A status line the layer appends to every message ("...\n Code: 500"): read after the message it follows.
+_TRAILER = re.compile(r"\n\s*(?:status(?: code)?|code)\s*:\s*\d{3}\s*$", re.IGNORECASE)
+
+
+def _main_clause(text: str) -> str:
+    """``text`` without a status trailer and without the remedy or side rule that follows its first sentence."""
+    text = _TRAILER.sub("", text)
+    found = _REMEDY_AFTER.search(text)
+    return text[:found.end()] if found is not None else text
+
+
+def _first_in_main(text: str) -> Phrase | None:
+    """The phrase of ``text``'s main clause, else of the whole text: a remedy ("Please try again later"), a side
+    rule ("Only read operations are allowed") or a status trailer never outranks what the message says."""
+    main = _main_clause(text)
+    if main != text and main.strip():
+        found = _first(main)
+        if found is not None:
+            return found
+    return _first(text)
 
 
 def _first(masked: str) -> Phrase | None:
@@ -64,7 +92,7 @@ def _propose(text: str) -> Phrase | None:
             break
         inner = stripped
     if inner != masked and inner.strip():
-        found = _first(inner)
+        found = _first_in_main(inner)
         if found is not None:
             return found
-    return _first(masked)
+    return _first_in_main(masked)

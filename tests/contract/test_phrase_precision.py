@@ -71,6 +71,17 @@ def _served(text: str) -> str:
     ("Token refresh failed: invalid_grant", "validation_error", "unauthenticated"),
     # the seventh batch's fresh layers: a feature named like a limit, a lexical token, a form rule said with
     # "not allowed", a second run of a single-run thing, a missing program, an answer the tool could not read
+    # the eighth batch's fresh layers: a side rule or a remedy after the first sentence, or a status line the layer
+    # appends to every message, decided by table order; the first sentence decides now
+    ("Operation 'trigger_dag' is blocked: running in read-only mode (AF_READ_ONLY=true). Only read operations are "
+     "allowed.", "unsupported_input", "permission_denied"),
+    ("Too many requests. Please try again later.", "upstream_unavailable", "rate_limited"),
+    ("Error executing query: SQL compilation error:\nObject 'SALES.ORDERS' does not exist or not authorized. \n "
+     "Code: 500", "upstream_unavailable", "not_found"),
+    ("Cortex Search Error: An error has occurred.\n\nError Message: Request timed out \n Code: 500",
+     "upstream_unavailable", "upstream_timeout"),
+    ("Output path cannot be a URL, must be a local file path", "unsupported_input", "validation_error"),
+    ("Error processing PDF: EOF marker not found", "not_found", "unsupported_input"),
     ("Request throttling is not supported with a proxy configured.", "rate_limited", "unsupported_input"),
     ("selector contains an invalid token near ')'", "unauthenticated", "validation_error"),
     ('Providing both "page" and "cursor" is not allowed.', "permission_denied", "validation_error"),
@@ -123,6 +134,18 @@ def test_an_over_eager_reading_is_gone(text: str, was: str, served: str) -> None
     ("Error: net::ERR_NAME_NOT_RESOLVED at https://x.example", "upstream_unavailable"),
     ("A transient SSL error occurred after 3 attempts.", "upstream_unavailable"),
     ("Rejected the stored access token for this session. Please re-authorize to continue.", "unauthenticated"),
+    # readings the eighth batch's dev layers added; a cause named after the first sentence still decides
+    ("No active astro context. Run `astro login` to authenticate.", "unauthenticated"),
+    ("Cortex Search Error: An authorization error occurred.\n\nError Message: Invalid OAuth access token.",
+     "unauthenticated"),
+    ("Failed to list filters: Request had insufficient authentication scopes.", "permission_denied"),
+    ("Failed to find label: Backend Error", "upstream_unavailable"),
+    ("Please specify a database + schema.", "validation_error"),
+    ("Error executing query: No active warehouse selected in the current session.", "failed_precondition"),
+    ("Mail service not enabled", "failed_precondition"),
+    ("PDF file appears to be corrupted or unreadable", "unsupported_input"),
+    ("Could not connect to MongoDB. Last error: Authentication failed.", "unauthenticated"),
+    ("grep command not found. Install grep to use this tool.", "not_implemented"),
 ])
 def test_the_reading_a_family_was_written_for_stays(text: str, served: str) -> None:
     assert _served(text) == served
