@@ -44,12 +44,15 @@ class Settings:
     spool_path: str | None = None  # append-only file for records the database could not take
     flag_ttl: float = 5.0  # seconds a process trusts its cached flags
     #: Seconds a process's first calls wait for its first flag read (LaunchDarkly's ``start_wait``); past it they
-    #: are served legacy, one warning is logged and their records say ``flag_source='late'``.
+    #: are served the last-known flags if a file has them, else legacy, with one warning, and their records say
+    #: ``flag_source='late'``.
     flag_start_wait: float = 5.0
     #: The last-known flags file (written after each successful read, read at start-up); "off" for none. Default:
     #: beside a SQLite call log (``shadow.db`` -> ``shadow.flags.json``), else in the user's cache directory.
     flags_last_known: str | None = None
-    flags_last_known_max_age: float = 86400.0  # seconds after which a last-known file is too old to start on
+    #: Seconds after which a last-known file is too old to use. A file a read confirmed at most ``flag_ttl`` ago is
+    #: started on at once; an older one only when the first read fails or the start wait passes.
+    flags_last_known_max_age: float = 86400.0
     flags_after_fork: str = "inherit"  # a forked child serves its parent's flags ("inherit") or starts afresh
     max_args_bytes: int = 8192  # stored arguments, after redaction
     max_payload_bytes: int = 16384  # stored legacy payload, after redaction

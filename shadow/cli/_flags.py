@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
+from shadow._config import sqlite_path
 from shadow.cli._app import ExitCode, app, fail
 from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
@@ -107,6 +108,11 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | 
         if not reason:
             fail("--force needs --reason, which goes into the audit log; for example --reason 'known gap, see #12'")
         return
+    path = sqlite_path(url)
+    if path is not None and not path.exists():  # nothing is logged; a refusal creates no call log either
+        fail(f"{tool} is not ready to cut over, so its flag is unchanged: there is no call log at {path} yet; wrap "
+             f"the tool with @shadow.tool and set its flag to shadow first (`shadow flags set {tool} shadow`), or "
+             "pass --force --reason TEXT", ExitCode.FAILED)
     try:
         migrate.ensure(url)
         given, rules_name = rules_in_force(rules)
@@ -117,8 +123,8 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | 
         reasons = "; ".join(verdict.reasons) or "not ready"
         judged = ("errors as classified when logged; --rules MODULE judges them with your rules"
                   if verdict.rules == "as logged" else f"every logged error translated again with {verdict.rules}")
-        fail(f"{tool} is not ready to cut over: {reasons}. Run `shadow ready {tool}` for details ({judged}), "
-             "or pass --force --reason TEXT", ExitCode.FAILED)
+        fail(f"{tool} is not ready to cut over, so its flag is unchanged: {reasons}. Run `shadow ready {tool}` for "
+             f"details ({judged}), or pass --force --reason TEXT", ExitCode.FAILED)
 
 
 @flags_app.command("show")

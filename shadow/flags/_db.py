@@ -17,6 +17,7 @@ from shadow.calllog import _sqlite as db
 from shadow.calllog._sqlite import read_sqlite
 from shadow.flags import _last_known as last_known
 from shadow.flags._audit import FlagWrites, default_actor, rows_to_states
+from shadow.flags._last_known import LastKnown
 from shadow.flags._model import (
     ENV_VAR,
     KILL_SWITCH,
@@ -72,9 +73,10 @@ class DbFlags(FlagWrites):
 
     Loading and refreshing happen in a background thread, so a tool call never waits on the database once the
     flags are known. At start-up the last-known file (``_last_known``: what the last successful read, by any process
-    of this flag database, found) is read first, in the calling thread; without one (or one older than
-    ``last_known_max_age``), the first calls wait for the first read (``shadow._adapter``, at most
-    ``flag_start_wait``). When the database becomes unreadable, the last flags read stay in force for
+    of this flag database, found) is read first, in the calling thread: confirmed by a read at most ``ttl`` seconds
+    ago, it is served at once; otherwise the first calls wait for the first read (``shadow._adapter``, at most
+    ``flag_start_wait``), and a file at most ``last_known_max_age`` old is served when that read fails or the wait
+    passes (``serve_last_known``). When the database becomes unreadable, the last flags read stay in force for
     ``stale_after`` seconds (default: 60, or 10 TTLs if longer), so a database blip does not flip tools; after that
     every tool is served legacy, as the kill switch would, until a read succeeds again. Changes made through this
     object apply at once here.
@@ -89,6 +91,7 @@ class DbFlags(FlagWrites):
         self._last_known_setting = last_known
         self._last_known_max_age = last_known_max_age
         self._file_tried = False
+        self._fallback: LastKnown | None = None  # a file too old to start on, kept for a failed start
         self._written: tuple[dict[str, FlagState], bool, float] | None = None  # what this process last wrote
         self._origin = "database"
         self._read_ok_at = 0.0
@@ -173,13 +176,29 @@ class DbFlags(FlagWrites):
                 if why not in ("missing", "another flag database"):
                     log.warning("flags_last_known_unused", path=str(path), reason=why)
                 return
-            if self._states is not None:  # a read finished first
+            if time.time() - found.written_at > self.ttl:  # a change may have been made since: ask the database
+                self._fallback = found
                 return
-            self._killed = found.killed
-            self._read_ok_at = time.monotonic()
-            self._origin = "last_known"
-            self._written = (found.states, found.killed, self._read_ok_at - max(0.0, time.time() - found.written_at))
-            self._states = found.states
+            self._serve_file(found)
+
+    def _serve_file(self, found: LastKnown) -> None:
+        if self._states is not None:  # a read finished first
+            return
+        self._killed = found.killed
+        self._read_ok_at = time.monotonic()
+        self._origin = "last_known"
+        self._written = (found.states, found.killed, self._read_ok_at - max(0.0, time.time() - found.written_at))
+        self._states = found.states
+
+    def serve_last_known(self) -> bool:
+        """Serve the last-known file kept as a fallback, when no read has finished yet (the start wait passed, or
+        the first read failed); whether it is served now."""
+        with self._lock:
+            found, self._fallback = self._fallback, None
+            if found is None or self._states is not None:
+                return False
+            self._serve_file(found)
+            return True
 
     def _refresh_soon(self) -> None:
         with self._lock:
@@ -192,6 +211,8 @@ class DbFlags(FlagWrites):
         try:
             states, killed, read = self._fetch()
         except Exception as exc:
+            if self._states is None:
+                self.serve_last_known()
             now = time.monotonic()
             stale = now - self._read_ok_at > self.stale_after
             if not self._stale_reported:
@@ -218,16 +239,16 @@ class DbFlags(FlagWrites):
             self._loaded.set()
 
     def _remember(self, states: dict[str, FlagState], killed: bool) -> None:
-        """Write the last-known file when the flags changed, or to renew its date (never raises)."""
+        """Write the last-known file when the flags changed, else renew its date: a new process starts on it only
+        while it is at most a TTL old (never raises)."""
         written = self._written
         now = time.monotonic()
-        renew = max(60.0, settings().flags_last_known_max_age / 10)
-        if written is not None and written[0] == states and written[1] == killed and now - written[2] < renew:
+        if written is not None and written[0] == states and written[1] == killed and now - written[2] < self.ttl / 2:
             return
         try:
             path = self._last_known_path()
             if path is not None:
-                last_known.write(path, last_known.url_key(self.url), states, killed)
+                last_known.confirm(path, last_known.url_key(self.url), states, killed)
         except Exception as exc:
             if written is None or written[2] >= 0:
                 log.warning("flags_last_known_not_written", error_type=type(exc).__name__, error=str(exc)[:200])
@@ -338,6 +359,7 @@ def _after_fork_in_child() -> None:
         flags._loaded = threading.Event()  # its own lock may be held too; set again when the flags were loaded
         if reload:
             flags._states, flags._file_tried, flags._loaded_at, flags._origin = None, False, 0.0, "database"
+            flags._fallback = None
         elif flags._states is not None:
             flags._loaded.set()
 

@@ -1,10 +1,11 @@
 """The last-known flags file: written after each successful flag read, read at start-up before the database answers.
 
 Like Unleash's backup file and LaunchDarkly's persistent store: a new process serves the flags the last read (by any
-process using the same flag database) found, in microseconds, and keeps serving them when the database is down at
-start. The file holds no secret (a hash of the database URL, the modes and percentages); it is written atomically
-(a temporary file in the same directory, then ``os.replace``) with permissions 0600, and one that others may write
-is never read.
+process using the same flag database) found, in microseconds, when that read is at most a flag TTL old (the trust a
+running process gives its cached flags); an older file is the fallback of a first read that fails or does not finish
+within the start wait, so a database down at start is survived and a change made elsewhere is never hidden. The
+file holds no secret (a hash of the database URL, the modes and percentages); it is written atomically (a temporary
+file in the same directory, then ``os.replace``) with permissions 0600, and one that others may write is never read.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class LastKnown:
 
     states: dict[str, FlagState]
     killed: bool
-    written_at: float  # seconds since 1970
+    written_at: float  # seconds since 1970: when a database read last confirmed them (written, or renewed)
 
 
 def url_key(url: str) -> str:
@@ -64,6 +65,7 @@ def read(path: Path, key: str, max_age: float) -> tuple[LastKnown | None, str]:
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
+            renewed = info.st_mtime
             if os.name == "posix" and (info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
                                        or info.st_uid not in (os.getuid(), 0)):
                 return None, "writable by others"
@@ -75,7 +77,7 @@ def read(path: Path, key: str, max_age: float) -> tuple[LastKnown | None, str]:
     try:
         if data["format"] != FORMAT or data["url"] != key:
             return None, "another flag database"
-        written_at = float(data["written_at"])
+        written_at = max(float(data["written_at"]), renewed)  # ``confirm`` renews the date without a rewrite
         states = {str(tool): FlagState(Mode(mode), int(percent)) for tool, (mode, percent) in data["flags"].items()}
         killed = data["killed"] is True
     except (KeyError, TypeError, ValueError):
@@ -104,3 +106,13 @@ def write(path: Path, key: str, states: dict[str, FlagState], killed: bool) -> N
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def confirm(path: Path, key: str, states: dict[str, FlagState], killed: bool) -> None:
+    """Record that a read found these flags now: renew the file's date when it holds them, else write them (raises
+    ``OSError`` when it cannot)."""
+    found, _why = read(path, key, float("inf"))
+    if found is not None and found.states == states and found.killed == killed:
+        os.utime(path)
+        return
+    write(path, key, states, killed)

@@ -46,8 +46,9 @@ def await_start(source: FlagSource, tool: str) -> bool:
     """Whether ``source`` knows ``tool``'s flag, after waiting for it if need be: every call of the process waits
     for the same deadline, ``flag_start_wait`` seconds after the first one asked (LaunchDarkly's ``start_wait``).
 
-    Past the deadline nothing waits any more; the first call that finds the flags still unknown logs one
-    ``flags_start_wait_passed`` warning.
+    Past the deadline nothing waits any more: a last-known file too old to start on is served if the source kept one
+    (``serve_last_known``), else the call is served legacy; the first call that finds the flags still unknown logs
+    one ``flags_start_wait_passed`` warning.
     """
     key = id(source)
     now = time.monotonic()
@@ -56,12 +57,15 @@ def await_start(source: FlagSource, tool: str) -> bool:
         wait_for(source, left)
     if not is_pending(source, tool):
         return True
+    fallback = getattr(source, "serve_last_known", None)
+    served = bool(fallback()) if callable(fallback) else False
     if key not in _warned:
         _warned.add(key)
         log.warning("flags_start_wait_passed", tool=tool, waited_s=settings().flag_start_wait,
-                    serving="legacy until the flags are read; these calls' records say flag_source='late'",
+                    serving="the last-known flags until the flags are read" if served else
+                    "legacy until the flags are read; these calls' records say flag_source='late'",
                     setting="SHADOW_FLAG_START_WAIT")
-    return False
+    return served or not is_pending(source, tool)
 
 
 def origin(source: FlagSource, tool: str) -> str:

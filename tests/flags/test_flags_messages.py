@@ -70,3 +70,13 @@ def test_the_readme_snippet_with_the_flag_unset_creates_no_file_and_writes_no_ma
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["legacy"]
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no shadow.db, no spool, no last-known file
+
+
+def test_a_refused_cutover_in_a_new_directory_says_the_flag_is_unchanged_and_creates_no_file(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOW_") or k == "SHADOW_FINGERPRINT_KEY"}
+    done = subprocess.run([sys.executable, "-m", "shadow", "flags", "set", "create_task", "cutover", "--percent", "100"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={**env, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert done.returncode == 1
+    assert "not ready to cut over" in done.stderr and "flag is unchanged" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no shadow.db: a refusal writes nothing

@@ -93,9 +93,10 @@ def test_a_flag_database_down_at_start_serves_the_last_known_flags(db_url: str, 
     db.dispose_all()
     assert _structured(_child(db_url, tmp_path)) == 3  # this run reads the database and writes the last-known file
     _down(db_url)
-    done = _child(db_url, tmp_path, SHADOW_FLAG_START_WAIT="1")
-    assert _structured(done) == 3
-    assert "flags_unreadable" in done.stderr  # and it says the last flags read are served
+    for ttl in ("5", "0"):  # a file confirmed within the TTL is served at once; an older one once the read failed
+        done = _child(db_url, tmp_path, SHADOW_FLAG_START_WAIT="1", SHADOW_FLAG_TTL=ttl)
+        assert _structured(done) == 3
+        assert "flags_unreadable" in done.stderr and "the last flags read" in done.stderr
     # Without the file (or with one too old to trust) the same process serves legacy.
     assert _structured(_child(db_url, tmp_path, SHADOW_FLAGS_LAST_KNOWN_MAX_AGE="0", SHADOW_FLAG_START_WAIT="1")) == 0
 
@@ -170,3 +171,47 @@ def test_a_forked_child_inherits_its_parents_flags_or_reloads_them(
     done = _child(sqlite_url, tmp_path, FORK, SHADOW_FLAGS_AFTER_FORK=after_fork, SHADOW_FLAG_TTL="3600",
                   SHADOW_FLAGS_LAST_KNOWN="off")
     assert _structured(done) == structured  # inherit: the parent's cutover; reload: its own read (shadow)
+
+
+def test_a_flag_change_made_elsewhere_reaches_the_next_short_process_despite_the_last_known_file(
+        db_url: str, tmp_path: Path) -> None:
+    """The file written before a kill (or an unkill) made from another machine, which leaves this machine's file
+    as it was: a process started once the file is older than the flag TTL follows the database, not the file."""
+    elsewhere = DbFlags(db_url, last_known="off")  # an admin on another machine: this machine's file is untouched
+    elsewhere.set("create_task", "cutover", 100)
+    db.dispose_all()
+    ttl = {"SHADOW_FLAG_TTL": "0.5"}
+    assert _structured(_child(db_url, tmp_path, **ttl)) == 3  # reads the database, writes the last-known file
+    elsewhere.kill()
+    db.dispose_all()
+    time.sleep(0.6)
+    assert _structured(_child(db_url, tmp_path, **ttl)) == 0  # the kill applies from the first call
+    elsewhere.unkill()
+    db.dispose_all()
+    time.sleep(0.6)
+    assert [_structured(_child(db_url, tmp_path, **ttl)) for _run in range(2)] == [3, 3]  # and so does the unkill
+
+
+@pytest.mark.postgres
+def test_a_stalled_flag_database_serves_a_last_known_file_too_old_to_start_on_once_the_start_wait_passed(
+        pg_url: str, tmp_path: Path) -> None:
+    DbFlags(pg_url, last_known="off").set("create_task", "cutover", 100)
+    db.dispose_all()
+    assert _structured(_child(pg_url, tmp_path)) == 3  # writes the last-known file
+    engine = create_engine(pg_url)
+    conn = engine.connect()
+    conn.execute(text("LOCK TABLE flags IN ACCESS EXCLUSIVE MODE"))  # the child's flag read blocks until released
+    timer = threading.Timer(3.0, conn.rollback)
+    timer.start()
+    try:
+        t0 = time.monotonic()
+        done = _child(pg_url, tmp_path, SHADOW_FLAG_START_WAIT="0.5", SHADOW_FLAG_TTL="0")
+        waited = time.monotonic() - t0
+    finally:
+        timer.join()
+        conn.close()
+        engine.dispose()
+    assert _structured(done) == 3 and waited < 30
+    assert done.stderr.count("flags_start_wait_passed") == 1 and "the last-known flags" in done.stderr
+    rows = _rows(pg_url, "SELECT variant, flag_source FROM calls ORDER BY ts")
+    assert rows[3:] == [("structured", "last_known")] * 3
