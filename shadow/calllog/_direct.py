@@ -22,7 +22,7 @@ from shadow import _sessions as sessions
 from shadow._fingerprint import safe_name
 from shadow._ids import new_id
 from shadow.calllog import _plain as plain
-from shadow.calllog._records import CallRecord, new_call_record
+from shadow.calllog._records import MAX_ROWS, ROWS, ROWS_WANTED, CallRecord, new_call_record
 from shadow.contract._builtin import RESULT_RULES
 from shadow.contract._guard import Outcome
 from shadow.contract._schema import is_valid
@@ -160,11 +160,12 @@ def _record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_
             return None
     if found is None and (outcome is not None or classify is not None):
         return None
+    legacy = _loads(value_json)
     if found is None:
         payload_json = b'{"ok":true,"data":%b}' % value_json
         if value_size + 24 > max_payload:
             return None
-        new_payload: Any = {"ok": True, "data": _loads(value_json)}
+        new_payload: Any = {"ok": True, "data": legacy}  # as the general path: the data is the legacy copy
         code = retryable = next_action = retry_after = field = rule = None
         unmapped, schema_valid = False, True
     else:
@@ -177,12 +178,25 @@ def _record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_
         unmapped, schema_valid = found.unmapped, found.schema_valid
     tool = _tool(spec)
     args = _loads(args_json)
-    return new_call_record(
-        id=new_id(), session_id=_session(call.session_id), seq=call.seq, ts=_from_ns(call.started_ns / 1e9, _UTC),
-        tool=tool[1], mode=call.mode._value_, variant=call.variant._value_, fingerprint=plain.fingerprint(args),
-        arg_hashes=plain.argument_hashes(args), args=args, outcome="ok" if code is None else "error",
-        legacy_payload=_loads(value_json), new_payload=new_payload, code=code, retryable=retryable,
-        next_action=next_action, retry_after_ms=retry_after, error_field=field, rule=rule, unmapped=unmapped,
-        schema_valid=schema_valid, latency_us=call.latency_ns // 1000, process=pid(), host=sessions.HOST,
-        source=spec.source, epoch=call.epoch, flag_source=call.flag_source, rules_fingerprint=tool[2],
+    hashes = plain.argument_hashes(args)
+    record_id, session_id, ts = new_id(), _session(call.session_id), _from_ns(call.started_ns / 1e9, _UTC)
+    fingerprint, latency = plain.fingerprint(args), call.latency_ns // 1000
+    outcome_text = "ok" if code is None else "error"
+    mode, variant, process = call.mode._value_, call.variant._value_, pid()
+    made = new_call_record(
+        id=record_id, session_id=session_id, seq=call.seq, ts=ts, tool=tool[1], mode=mode, variant=variant,
+        fingerprint=fingerprint, arg_hashes=hashes, args=args, outcome=outcome_text, legacy_payload=legacy,
+        new_payload=new_payload, code=code, retryable=retryable, next_action=next_action, retry_after_ms=retry_after,
+        error_field=field, rule=rule, unmapped=unmapped, schema_valid=schema_valid, latency_us=latency,
+        process=process, host=sessions.HOST, source=spec.source, epoch=call.epoch, flag_source=call.flag_source,
+        rules_fingerprint=tool[2],
     )
+    if ROWS_WANTED:
+        if len(ROWS) >= MAX_ROWS:
+            ROWS.clear()
+        ROWS[id(made)] = (made, [
+            record_id, session_id, call.seq, ts, tool[1], mode, variant, fingerprint, _dumps(hashes).decode(),
+            args_json.decode(), outcome_text, value_json.decode(), payload_json.decode(), code, retryable,
+            next_action, retry_after, field, rule, unmapped, schema_valid, latency, process, sessions.HOST,
+            spec.source, call.epoch, call.flag_source, tool[2]])
+    return made
