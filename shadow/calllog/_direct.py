@@ -194,9 +194,9 @@ def _record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_
     if ROWS_WANTED:
         if len(ROWS) >= MAX_ROWS:
             ROWS.clear()
-        ROWS[id(made)] = (made, [
+        ROWS[id(made)] = [
             record_id, session_id, call.seq, ts, tool[1], mode, variant, fingerprint, _dumps(hashes).decode(),
             args_json.decode(), outcome_text, value_json.decode(), payload_json.decode(), code, retryable,
             next_action, retry_after, field, rule, unmapped, schema_valid, latency, process, sessions.HOST,
-            spec.source, call.epoch, call.flag_source, tool[2]])
+            spec.source, call.epoch, call.flag_source, tool[2]]
     return made

@@ -124,9 +124,8 @@ class _Insert:
         ready, row, to_time = ROWS, self.row, self.to_time
         rows: list[Sequence[Any]] = []
         for record in records:
-            found = ready.pop(id(record), None)
-            if found is not None and found[0] is record:
-                values = found[1]
+            values = ready.pop(id(record), None)
+            if values is not None and values[0] == record.id:
                 values[3] = to_time(values[3])  # ts
                 rows.append(tuple(values))
             else:

@@ -33,7 +33,7 @@ def _call(value: Any, *, rules: Rules | None = None, idempotent: bool = True) ->
 
 
 def _fields(record: CallRecord) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(record).items() if k != "id"}  # type: ignore[call-overload]
+    return {k: v for k, v in dataclasses.asdict(record).items() if k != "id"}
 
 
 VALUES: list[Any] = [{"id": "u-1", "name": "Ada"}, {"error": "Bad request"}, {"error": "rate limited", "status": 429},
@@ -55,7 +55,12 @@ def test_an_error_value_is_read_by_the_rules_once_per_distinct_value(monkeypatch
     direct._readings.clear()
     asked: list[object] = []
     real = pending.ToolSpec.outcome
-    monkeypatch.setattr(pending.ToolSpec, "outcome", lambda self, v, e: asked.append(v) or real(self, v, e))
+
+    def outcome(self: pending.ToolSpec, value: object, exc: BaseException | None) -> Any:
+        asked.append(value)
+        return real(self, value, exc)
+
+    monkeypatch.setattr(pending.ToolSpec, "outcome", outcome)
     for _ in range(3):
         _call({"error": "Bad request"}).build()
         _call({"error": "Not found"}).build()
@@ -82,8 +87,8 @@ def test_the_row_made_in_one_pass_is_the_row_the_store_makes(tmp_path: Path) -> 
     for value in VALUES:
         record = _call(value).build()
         made = ROWS.pop(id(record))
-        assert made[0] is record
-        assert (*made[1][:3], insert.to_time(made[1][3]), *made[1][4:]) == insert.row(record)
+        assert made[0] == record.id
+        assert (*made[:3], insert.to_time(made[3]), *made[4:]) == insert.row(record)
     store.write([_call(v).build() for v in VALUES])
     from sqlalchemy import create_engine, text
 
