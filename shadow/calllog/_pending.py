@@ -198,6 +198,12 @@ class PendingCall:
             if first in ("self", "cls"):
                 skip = skip | {first}
         plain_types = _PLAIN_TYPES
+        if not skip:
+            for v in bound.values():
+                if type(v) not in plain_types:
+                    break
+            else:
+                return bound  # nothing to leave out (the common case): the bound dict itself, a fresh one
         return {k: v for k, v in bound.items()
                 if k not in skip and (type(v) in plain_types or not frameworks.is_injected_value(v))}
 

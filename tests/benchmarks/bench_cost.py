@@ -22,6 +22,10 @@ Threads (``--threads T``, default 16; 0 skips): T threads calling a tool that sl
 and at shadow (SQLite), side by side (``--thread-pairs`` of each per round): the application's call rate. Target:
 shadow at least 90% of legacy.
 
+Record build (``--build-calls N``, default 3,000; 0 skips): what the writer's ``build()`` of one record costs, a
+success against an error (the workload's repeated ``{"error": "Bad request"}``, and errors whose texts all differ),
+in one process, best of 5 interleaved rounds. Target: an error at most 2x a success.
+
 ``--base CHECKOUT`` runs another tree's shadow arms (and its threads run) in the same rounds, labelled ``base:``:
 a change and main measured side by side (``git worktree add /work/wt/base main``).
 """
@@ -266,6 +270,39 @@ def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
     return {"rate": rate}
 
 
+def build_child(n: int) -> dict[str, Any]:
+    """What one record costs to build (the writer's ``build()``), a success against an error: the calls of the
+    workload captured on the callers' side, then built in interleaved rounds (best of 5). ``error`` repeats the
+    workload's ``{"error": "Bad request"}``; ``distinct`` gives every error call its own text."""
+    import shadow
+    from shadow.calllog import get_writer
+
+    captured: list[Any] = []
+    writer = get_writer()
+    writer.submit = captured.append  # type: ignore[method-assign]
+
+    def distinct(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:
+        return {"error": f"Bad request: field {user_id} is not known"}
+
+    ok_fn, err_fn = shadow.tool(name="lookup")(lookup), shadow.tool(name="lookup")(distinct)
+    with shadow.session("bench"):
+        for i in range(n):
+            ok_fn(f"u-{i}1", ["a", "b"])
+        for i in range(n):
+            ok_fn(f"u-{i}7", ["a", "b"])
+        for i in range(n):
+            err_fn(f"u-{i}", ["a", "b"])
+    kinds = {"ok": captured[:n], "error": captured[n:2 * n], "distinct": captured[2 * n:]}
+    best = {k: float("inf") for k in kinds}
+    for _ in range(5):
+        for kind, calls in kinds.items():
+            t0 = time.perf_counter()
+            for call in calls:
+                call.build()
+            best[kind] = min(best[kind], (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
 def _run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=1800,
                           check=False)
@@ -291,6 +328,13 @@ def run_arm(arm: str, n: int, pg_admin: str | None, tree: Path = REPO) -> dict[s
             bench_adapter._drop_pg(pg_admin, pg_name)
 
 
+def run_build(calls: int, tree: Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as directory:
+        env = {**os.environ, "PYTHONPATH": str(tree), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
+               "SHADOW_DB_URL": f"sqlite:///{directory}/bench.db", "SHADOW_FLAGS": "*=shadow"}
+        return _run(["--build-child", "--calls", str(calls)], env)
+
+
 def run_threads(mode: str, threads: int, calls: int, tree: Path = REPO) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         env = {**os.environ, "PYTHONPATH": str(tree), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
@@ -311,11 +355,16 @@ def main() -> int:
                     "as base:shadow and base:shadow_pg")
     ap.add_argument("--child")
     ap.add_argument("--threads-child")
+    ap.add_argument("--build-child", action="store_true")
+    ap.add_argument("--build-calls", type=int, default=3000, help="calls of each kind built (0 skips)")
     ap.add_argument("--dir")
     ap.add_argument("--url")
     ns = ap.parse_args()
     if ns.child:
         print("RESULT " + json.dumps(child(ns.child, ns.calls, ns.dir, ns.url)), flush=True)
+        return 0
+    if ns.build_child:
+        print("RESULT " + json.dumps(build_child(ns.calls)), flush=True)
         return 0
     if ns.threads_child:
         print("RESULT " + json.dumps(threads_child(ns.threads_child, ns.threads, ns.calls)), flush=True)
@@ -331,7 +380,11 @@ def main() -> int:
     if base is not None:
         modes.append(("base:shadow", "shadow", base))
     rates: dict[str, list[float]] = {label: [] for label, _, _ in modes}
+    builds: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in modes if label != "legacy"}
     for _ in range(ns.rounds):
+        if ns.build_calls:
+            for label, _mode, tree in modes[1:]:
+                builds[label].append(run_build(ns.build_calls, tree))
         for label, arm, tree in runs:
             results[label].append(run_arm(arm, ns.calls, ns.pg_url, tree))
         if ns.threads:
@@ -363,6 +416,12 @@ def main() -> int:
             if "structlog_lean" in med:
                 print(f"{label} caller p99: {med[label]['p99_ns'] / med['structlog_lean']['p99_ns']:.2f}x "
                       "the structlog line's (target: at most 2x)")
+    for label, got_builds in builds.items():
+        if not got_builds:
+            continue
+        m = {k: statistics.median(b[k] for b in got_builds) for k in ("ok", "error", "distinct")}
+        print(f"{label} record build: success {m['ok']:.1f} us, error {m['error']:.1f} us ({m['error'] / m['ok']:.2f}x), "
+              f"distinct errors {m['distinct']:.1f} us ({m['distinct'] / m['ok']:.2f}x) (target: an error at most 2x)")
     if ns.threads:
         legacy = statistics.median(rates["legacy"])
         for label, got_rates in rates.items():
