@@ -36,10 +36,7 @@ log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
 _RECORDS = (CallRecord, MarkRecord)
-#: Seconds of building between two hand-overs of the GIL (a sleep(0) each). Not less: in a burst (a caller that wants
-#: the GIL all the time) each hand-over is a switch of threads, 16 us per call more at 0.1 ms (issue 32), and 16
-#: threads of a 1 ms tool kept about the same call rate at 0.1 ms as at 0.5 ms (80-84%, within the noise).
-_HAND_OVER = 0.0005
+_HAND_OVER = 0.0005  # seconds of building between two hand-overs of the GIL (a sleep(0) each)
 #: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time; again
 #: each time it made progress (a loaded machine builds records slowly), up to ``EXIT_GRACE_MAX`` in all.
 EXIT_GRACE, EXIT_GRACE_MAX = 3.0, 30.0
