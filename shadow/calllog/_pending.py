@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import inspect
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,6 +16,7 @@ from shadow._fingerprint import argument_hashes, fingerprint, safe_name
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._redact import JSONValue, cap, redact_values, scrub_text, secret_values, to_jsonable
+from shadow.calllog import _direct as direct
 from shadow.calllog import _plain as plain
 from shadow.calllog._records import CallRecord, new_call_record
 from shadow.contract._guard import Outcome, outcome_of_exception, outcome_of_value
@@ -29,7 +29,6 @@ from shadow.integrations import _context as frameworks
 log = get_logger("shadow.adapter")
 
 _DEFAULT_RULES: Final = Rules.default()
-_PID_CACHE: list[str] = []
 _UTC: Final = dt.UTC
 _from_ns: Final = dt.datetime.fromtimestamp
 _MAX_EXC_TEXT: Final = 500
@@ -51,16 +50,6 @@ def guarded(build: Callable[[], Any], fallback: Any) -> Any:
             report_internal_error("record.part", exc)
             return fallback
     return fallback
-
-
-def _pid() -> str:
-    """This process's id as records store it (cached; a forked child reads its own)."""
-    if not _PID_CACHE:
-        _PID_CACHE.append(str(os.getpid()))
-    return _PID_CACHE[0]
-
-
-os.register_at_fork(after_in_child=_PID_CACHE.clear)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +116,7 @@ class PendingCall:
             fingerprint="unfingerprintable", arg_hashes=None, args="<unavailable>", outcome="error",
             legacy_payload="<unavailable>", new_payload=None, code=None, retryable=None, next_action=None,
             retry_after_ms=None, error_field=None, rule=None, unmapped=True, schema_valid=False,
-            latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
+            latency_us=self.latency_ns // 1000, process=direct.pid(), host=sessions.HOST, source=self.spec.source,
             epoch=self.epoch, flag_source=self.flag_source,
         )
 
@@ -142,10 +131,6 @@ class PendingCall:
         if fast is not None:
             return fast
         outcome = None if cancelled else self.outcome or guarded(self._outcome, None)
-        if outcome is not None and self.outcome is None and self.exc is None:  # an error value, plain JSON?
-            fast = self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes, outcome)
-            if fast is not None:
-                return fast
         error = outcome.error if outcome is not None else None
         served = outcome.payload if outcome is not None else None
         # values of credential-keyed arguments, wherever they are repeated: exception text, results, other arguments
@@ -179,53 +164,21 @@ class PendingCall:
             unmapped=outcome.unmapped if outcome is not None else not cancelled,
             # the contract builds its payloads valid; an error's context comes from rules, so it is checked
             schema_valid=cancelled or (outcome is not None and (error is None or is_valid(served))),
-            latency_us=self.latency_ns // 1000, process=_pid(), host=sessions.HOST, source=self.spec.source,
+            latency_us=self.latency_ns // 1000, process=direct.pid(), host=sessions.HOST, source=self.spec.source,
             epoch=self.epoch, flag_source=self.flag_source, rules_fingerprint=self.spec.rules.fingerprint,
         )
 
-    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int,
-              outcome: Outcome | None = None) -> CallRecord | None:
-        """The record of a call that returned plain JSON data, built without the general conversion: a success
-        no rule can call an error, a structured payload already made (cutover), or ``outcome``, the rules'
-        reading of the value (an error value); None when anything is not plain (the general path then)."""
+    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int) -> CallRecord | None:
+        """The record of a call that returned plain JSON data, built in one pass (``_direct``): a success no rule
+        can call an error, a structured payload already made (cutover), or the rules' reading of the value (an
+        error value, read once per distinct value); None when anything is not plain (the general path then)."""
         if self.exc is not None:
             return None
-        outcome = outcome or self.outcome
-        served: Any = None  # the structured payload, unless it is {"ok": true, "data": value}
-        if outcome is not None:
-            served = outcome.payload
-        elif self.spec.rules.result_rules is not _DEFAULT_RULES.result_rules or not plain.never_an_error(self.value):
-            return None
-        try:
-            if not (plain.clean(arguments) and plain.clean(self.value) and (served is None or plain.clean(served))):
-                return None
-            args, args_size = plain.snapshot(arguments)
-            value, value_size = plain.snapshot(self.value)
-            payload, payload_size = ({"ok": True, "data": value}, value_size + 24) if served is None else (
-                plain.snapshot(served))
-        except (RuntimeError, TypeError, ValueError):  # changed by its caller meanwhile: take the general path
-            return None
-        if args_size > max_args or value_size > max_payload or payload_size > max_payload:
-            return None
-        error = outcome.error if outcome is not None else None
-        context = error.context if error is not None and error.context else {}
-        retry_after, field = context.get("retry_after_ms"), context.get("field")
-        return new_call_record(
-            id=new_id(), session_id=safe_name(self.session_id), seq=self.seq,
-            ts=_from_ns(self.started_ns / 1e9, _UTC), tool=safe_name(self.spec.name), mode=self.mode._value_,
-            variant=self.variant._value_, fingerprint=plain.fingerprint(args),
-            arg_hashes=plain.argument_hashes(args) if isinstance(args, dict) else None, args=args,
-            outcome="ok" if error is None else "error", legacy_payload=value, new_payload=payload,
-            code=None if error is None else error.code._value_,
-            retryable=None if error is None else error.retryable,
-            next_action=None if error is None else error.next_action._value_,
-            retry_after_ms=retry_after if isinstance(retry_after, int) else None,
-            error_field=field[:200] if isinstance(field, str) else None,
-            rule=None if outcome is None else outcome.rule, unmapped=outcome is not None and outcome.unmapped,
-            schema_valid=error is None or is_valid(served), latency_us=self.latency_ns // 1000, process=_pid(),
-            host=sessions.HOST, source=self.spec.source, epoch=self.epoch, flag_source=self.flag_source,
-            rules_fingerprint=self.spec.rules.fingerprint,
-        )
+        outcome = self.outcome
+        classify = None
+        if outcome is None and (not direct.default_results(self.spec) or not plain.never_an_error(self.value)):
+            classify = self._outcome
+        return direct.record(self.spec, self, arguments, max_args, max_payload, outcome, classify)
 
     def _arguments(self) -> dict[str, Any]:
         signature = self.spec.signature
@@ -245,6 +198,12 @@ class PendingCall:
             if first in ("self", "cls"):
                 skip = skip | {first}
         plain_types = _PLAIN_TYPES
+        if not skip:
+            for v in bound.values():
+                if type(v) not in plain_types:
+                    break
+            else:
+                return bound  # nothing to leave out (the common case): the bound dict itself, a fresh one
         return {k: v for k, v in bound.items()
                 if k not in skip and (type(v) in plain_types or not frameworks.is_injected_value(v))}
 

@@ -11,7 +11,8 @@ from shadow import _sessions as sessions
 from shadow._fingerprint import safe_name
 from shadow._ids import new_id
 from shadow._logs import get_logger
-from shadow.calllog._pending import PendingCall, _pid
+from shadow.calllog._direct import pid as _pid
+from shadow.calllog._pending import PendingCall
 from shadow.calllog._records import MarkRecord, Record
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode

@@ -96,3 +96,13 @@ def _slot_constructor(cls: type[Any]) -> Callable[..., Any]:
 
 #: ``CallRecord(...)`` for the writer's hot path (about 2 us less per record).
 new_call_record: Final[Callable[..., CallRecord]] = _slot_constructor(CallRecord)
+
+
+#: Rows ready for an insert (``calls``' columns in order, JSON as text, ``ts`` still a datetime), by the ``id()`` of
+#: the record they store (a row whose first column is not that record's id is another's: ``id()`` values are reused):
+#: ``_direct`` encodes each value of a plain call once, and the SQLite insert (``_store._Insert``, which pops them)
+#: takes that text as it is. Filled only once such a store says it takes them (``ROWS_WANTED`` not empty); bounded
+#: (cleared when full: a row not found is made from its record).
+ROWS: Final[dict[int, list[Any]]] = {}
+ROWS_WANTED: Final[list[bool]] = []
+MAX_ROWS: Final = 8192

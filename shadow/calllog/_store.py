@@ -15,7 +15,7 @@ from shadow._clock import utc
 from shadow.calllog import _plain as plain
 from shadow.calllog import _sqlite as light
 from shadow.calllog._outage import StoreUnavailable
-from shadow.calllog._records import CallRecord, MarkRecord, Record
+from shadow.calllog._records import _CALL_FIELDS, ROWS, ROWS_WANTED, CallRecord, MarkRecord, Record
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, Table
@@ -99,6 +99,10 @@ class _Insert:
         exec(f"def row(r):\n    return ({values},)\n", namespace)
         self.row: Callable[[Record], tuple[Any, ...]] = namespace["row"]
         self.bulk_sql = _bulk_sql(table, fields, json) if backend == "postgresql" else None
+        # rows of records built in one pass (``_direct``: ``ROWS``), their JSON encoded once there: taken as they are
+        self.ready = record_type is CallRecord and backend == "sqlite" and tuple(fields) == _CALL_FIELDS
+        if self.ready:
+            ROWS_WANTED.append(True)
 
     def statement(self, records: Sequence[Record]) -> tuple[str, Any]:
         """The statement and its parameters: on PostgreSQL, when JSON carries the batch exactly, one document
@@ -111,7 +115,22 @@ class _Insert:
                 text = None
             if text is not None and "\\u0000" not in text:  # NUL: json columns take it, json_to_recordset not
                 return self.bulk_sql, (text,)
+        if self.ready:
+            return self.sql, self._rows(records)
         return self.sql, [self.row(record) for record in records]
+
+    def _rows(self, records: Sequence[Record]) -> list[Sequence[Any]]:
+        """Each record's row: the one ``_direct`` made with it when there is one, else made here."""
+        ready, row, to_time = ROWS, self.row, self.to_time
+        rows: list[Sequence[Any]] = []
+        for record in records:
+            values = ready.pop(id(record), None)
+            if values is not None and values[0] == record.id:
+                values[3] = to_time(values[3])  # ts
+                rows.append(tuple(values))
+            else:
+                rows.append(row(record))
+        return rows
 
 
 def _bulk_sql(table: Table, fields: list[str], json: set[str]) -> str:

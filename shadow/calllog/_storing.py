@@ -22,7 +22,8 @@ Fail = Callable[..., None]
 class Storer:
     """Writes batches through a ``BoundedStore`` and classifies the result; counts what it sets aside."""
 
-    def __init__(self, store: Store, calls: BoundedStore, outage: Outage, spool: Spool | None, fail: Fail) -> None:
+    def __init__(self, store: Store, calls: BoundedStore, outage: Outage, spool: Spool | None, fail: Fail,
+                 on_prepared: Callable[[], object] | None = None) -> None:
         self.store = store
         self.calls = calls
         self.outage = outage
@@ -30,6 +31,7 @@ class Storer:
         self.fail = fail
         self.rejected = 0
         self.prepared = False
+        self.on_prepared = on_prepared
 
     def store_batch(self, batch: list[Record], timeout: float | None) -> int | None:
         """How many records of ``batch`` were stored (the rest set aside); None when the store is away."""
@@ -51,6 +53,11 @@ class Storer:
             prepare = getattr(store, "prepare", None)
             if callable(prepare):
                 prepare()
+            if self.on_prepared is not None:
+                try:
+                    self.on_prepared()
+                except Exception as exc:
+                    self.fail("writer.on_prepared_failed", exc)
         self.calls.run(lambda: store.write(batch), timeout)
 
     def _one_by_one(self, batch: list[Record], exc: Exception, timeout: float | None) -> int | None:

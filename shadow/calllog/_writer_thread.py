@@ -48,13 +48,15 @@ class Writer(Intake, Lifecycle):
     ``burst_size`` raw calls past ``queue_size`` wait in memory too before callers spool (none by default);
     ``retry_initial``/``retry_max`` bound the backoff (seconds) between probes of an unavailable store;
     ``store_timeout`` bounds one store call, ``build_timeout`` one record's build; ``stats_interval`` is how often
-    the counters are copied into the store's ``writer_stats`` table (when the store has ``write_stats``).
+    the counters are copied into the store's ``writer_stats`` table (when the store has ``write_stats``);
+    ``on_prepared`` runs in the writer's thread once the store's ``prepare`` (its modules loaded) is done.
     """
 
     def __init__(
         self, store: Store, *, queue_size: int, batch_size: int, flush_interval: float, spool: Spool | None,
         strict: bool = False, retry_initial: float = 0.5, retry_max: float = 30.0, store_timeout: float = 10.0,
-        build_timeout: float = 2.0, stats_interval: float = 10.0, on_error: ErrorHook | None = None, burst_size: int = 0
+        build_timeout: float = 2.0, stats_interval: float = 10.0, on_error: ErrorHook | None = None,
+        burst_size: int = 0, on_prepared: Callable[[], object] | None = None,
     ) -> None:
         if queue_size < 1 or batch_size < 1 or flush_interval <= 0:
             raise ValueError(
@@ -74,7 +76,7 @@ class Writer(Intake, Lifecycle):
         self._outage = Outage(retry_initial, retry_max)
         self._replay = Replayer(spool, batch_size)
         self._publisher = StatsPublisher(stats_interval)
-        self._storer = Storer(store, self._calls, self._outage, spool, self._fail)
+        self._storer = Storer(store, self._calls, self._outage, spool, self._fail, on_prepared)
         self._queue: collections.deque[Record | Deferred] = collections.deque()
         self._submit_lock = threading.Lock()
         self._wake = threading.Event()

@@ -1,6 +1,7 @@
 """The cost of a shadowed call (issue 32), next to what else a host could do with each call, as ratios.
 
 Run: python3 tests/benchmarks/bench_cost.py [--calls N] [--rounds R] [--threads T] [--pg-url URL] [--only ARMS]
+     [--base CHECKOUT]
 
 Workload: N calls (default 30,000) of ``lookup(user_id, fields, limit=10)`` returning a small dict, one call in
 ten returning ``{"error": "Bad request"}``, back to back (a burst: the writer's 10,000-record queue is the only
@@ -9,16 +10,24 @@ interleave the arms; medians are printed. The measure is the whole process's CPU
 over the N calls and the final flush, after a warm-up; the caller's own CPU (``time.thread_time``) and its
 latencies (median, p99) are printed too.
 
-Arms: ``floor`` (a plain loop building the same 26-column row: UUIDv7 id, keyed BLAKE2b fingerprints, orjson
-payloads, and inserting it with ``executemany`` in batches of 500 into the same table and indexes), ``structlog_lean``
-(a JSON line of the call: tool, args, result), ``structlog`` (a JSON line of the 26 fields shadow stores),
+Arms: ``floor`` (a plain loop building exactly the row shadow stores, all 28 columns: UUIDv7 id, keyed BLAKE2b
+fingerprints, orjson payloads, the error's code and rule, the session's epoch, the rules' fingerprint; inserting it
+with ``executemany`` in batches of 500 into the same table and indexes), ``structlog_lean`` (a JSON line of the call: tool, args, result), ``structlog`` (a JSON line of the 26 fields shadow stores),
 ``otel`` (an OpenTelemetry span per call, batch processor, in-memory exporter), ``shadow``; with PostgreSQL
 (``--pg-url`` or ``SHADOW_TEST_POSTGRES_URL``) also ``floor_pg`` and ``shadow_pg``.
 Targets: shadow at most 1.5x the floor of its backend (whole-process CPU); shadow's caller p99 at most 2x the
 structlog line's (``structlog_lean``) in the same burst; every call stored (``stored`` = N + warm-up).
 
 Threads (``--threads T``, default 16; 0 skips): T threads calling a tool that sleeps 1 ms, with the flags at legacy
-and at shadow (SQLite), side by side: the application's call rate. Target: shadow at least 90% of legacy.
+and at shadow (SQLite), side by side (``--thread-pairs`` of each per round): the application's call rate. Target:
+shadow at least 90% of legacy.
+
+Record build (``--build-calls N``, default 3,000; 0 skips): what the writer's ``build()`` of one record costs, a
+success against an error (the workload's repeated ``{"error": "Bad request"}``, and errors whose texts all differ),
+in one process, best of 5 interleaved rounds. Target: an error at most 2x a success.
+
+``--base CHECKOUT`` runs another tree's shadow arms (and its threads run) in the same rounds, labelled ``base:``:
+a change and main measured side by side (``git worktree add /work/wt/base main``).
 """
 
 from __future__ import annotations
@@ -119,6 +128,7 @@ def _floor(url: str) -> tuple[Any, Any]:
 
     import orjson
 
+    from shadow import Rules
     from shadow._ids import new_id
     from shadow.calllog import _migrate as migrate
     from shadow.calllog._records import _CALL_FIELDS
@@ -140,6 +150,7 @@ def _floor(url: str) -> tuple[Any, Any]:
     sql = (f"INSERT INTO calls ({', '.join(_CALL_FIELDS)}) VALUES ({', '.join(mark for _ in _CALL_FIELDS)}) "
            "ON CONFLICT (id) DO NOTHING")
     keyed = hashlib.blake2b(digest_size=16, key=os.urandom(32))
+    epoch, rules_id = time.time_ns() // 1000, Rules.default().fingerprint  # the session's epoch, the rules' id
     pid, host, rows, seq = str(os.getpid()), socket.gethostname(), [], [0]
 
     def write() -> None:
@@ -156,25 +167,25 @@ def _floor(url: str) -> tuple[Any, Any]:
         t0 = time.perf_counter_ns()
         value = lookup(user_id, fields, limit)
         seq[0] += 1
-        args = {"user_id": user_id, "fields": fields, "limit": limit}
+        args = {"user_id": user_id, "fields": fields}  # what the call passed, as shadow stores it
         hasher = keyed.copy()
         hasher.update(orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
         hashes = {}
         for key, item in args.items():
             one = keyed.copy()
-            one.update(orjson.dumps(item))
+            one.update(orjson.dumps(item, option=orjson.OPT_SORT_KEYS))
             hashes[key] = one.hexdigest()
         error = "error" in value
-        payload = ({"ok": False, "error": {"code": "INVALID_ARGUMENT", "message": "Bad request", "retryable": False,
-                                           "next_action": "ask_user", "context": {}}} if error else
+        payload = ({"ok": False, "error": {"code": "validation_error", "message": "Bad request", "retryable": False,
+                                           "next_action": "ask_user", "context": None}} if error else
                    {"ok": True, "data": value})
         ts = dt.datetime.now(dt.UTC)
         rows.append((new_id(), "bench", seq[0], ts.isoformat(" ")[:26] if sqlite else ts, "lookup", "shadow",
                      "legacy", hasher.hexdigest(), orjson.dumps(hashes).decode(), orjson.dumps(args).decode(),
                      "error" if error else "ok", orjson.dumps(value).decode(), orjson.dumps(payload).decode(),
-                     "INVALID_ARGUMENT" if error else None, False if error else None,
-                     "ask_user" if error else None, None, None, "bad_request" if error else None, False, True,
-                     (time.perf_counter_ns() - t0) // 1000, pid, host, "live", None, "env"))
+                     "validation_error" if error else None, False if error else None,
+                     "ask_user" if error else None, None, None, "text:validation_error" if error else None, False,
+                     True, (time.perf_counter_ns() - t0) // 1000, pid, host, "live", epoch, "env", rules_id))
         if len(rows) >= BATCH:
             write()
         return value
@@ -259,6 +270,41 @@ def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
     return {"rate": rate}
 
 
+def build_child(n: int) -> dict[str, Any]:
+    """What one record costs to build (the writer's ``build()``), a success against an error: the calls of the
+    workload captured on the callers' side, then built in interleaved rounds (best of 5). ``error`` repeats the
+    workload's ``{"error": "Bad request"}``; ``distinct`` gives every error call its own text, new in each round."""
+    import shadow
+    from shadow.calllog import get_writer
+
+    captured: list[Any] = []
+    writer = get_writer()
+    writer.submit = captured.append  # type: ignore[method-assign]
+
+    def distinct(user_id: str, fields: list[str], limit: int = 10) -> dict[str, Any]:
+        return {"error": f"Bad request: field {user_id} is not known"}
+
+    ok_fn, err_fn = shadow.tool(name="lookup")(lookup), shadow.tool(name="lookup")(distinct)
+    rounds = 5
+    with shadow.session("bench"):
+        for i in range(n):
+            ok_fn(f"u-{i}1", ["a", "b"])
+        for i in range(n):
+            ok_fn(f"u-{i}7", ["a", "b"])
+        for i in range(n * rounds):  # texts never seen before in every round (no reading is reused)
+            err_fn(f"u-{i}", ["a", "b"])
+    best = {k: float("inf") for k in ("ok", "error", "distinct")}
+    for r in range(rounds):
+        kinds = {"ok": captured[:n], "error": captured[n:2 * n],
+                 "distinct": captured[(2 + r) * n:(3 + r) * n]}
+        for kind, calls in kinds.items():
+            t0 = time.perf_counter()
+            for call in calls:
+                call.build()
+            best[kind] = min(best[kind], (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
 def _run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=1800,
                           check=False)
@@ -269,14 +315,14 @@ def _run(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def run_arm(arm: str, n: int, pg_admin: str | None) -> dict[str, Any]:
+def run_arm(arm: str, n: int, pg_admin: str | None, tree: Path = REPO) -> dict[str, Any]:
     import bench_adapter  # the throw-away PostgreSQL database helpers
 
     pg_url, pg_name = bench_adapter._pg_schema_url(pg_admin) if arm.endswith("_pg") and pg_admin else (None, "")
     try:
         with tempfile.TemporaryDirectory() as directory:
             url = pg_url or f"sqlite:///{directory}/bench.db"
-            env = {**os.environ, "PYTHONPATH": str(REPO), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
+            env = {**os.environ, "PYTHONPATH": str(tree), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
                    "SHADOW_DB_URL": url, "SHADOW_FLAGS": "*=shadow"}
             return _run(["--child", arm, "--calls", str(n), "--dir", directory, "--url", url], env)
     finally:
@@ -284,9 +330,16 @@ def run_arm(arm: str, n: int, pg_admin: str | None) -> dict[str, Any]:
             bench_adapter._drop_pg(pg_admin, pg_name)
 
 
-def run_threads(mode: str, threads: int, calls: int) -> dict[str, Any]:
+def run_build(calls: int, tree: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
+        env = {**os.environ, "PYTHONPATH": str(tree), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
+               "SHADOW_DB_URL": f"sqlite:///{directory}/bench.db", "SHADOW_FLAGS": "*=shadow"}
+        return _run(["--build-child", "--calls", str(calls)], env)
+
+
+def run_threads(mode: str, threads: int, calls: int, tree: Path = REPO) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as directory:
+        env = {**os.environ, "PYTHONPATH": str(tree), "SHADOW_SPOOL": str(Path(directory, "bench.spool")),
                "SHADOW_DB_URL": f"sqlite:///{directory}/bench.db", "SHADOW_FLAGS": f"*={mode}"}
         return _run(["--threads-child", mode, "--threads", str(threads), "--calls", str(calls)], env)
 
@@ -297,56 +350,89 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--thread-calls", type=int, default=32000)
+    ap.add_argument("--thread-pairs", type=int, default=3, help="legacy/shadow pairs of the threads run per round")
     ap.add_argument("--pg-url", default=os.environ.get("SHADOW_TEST_POSTGRES_URL"))
     ap.add_argument("--only", default="")
+    ap.add_argument("--base", type=Path, help="another checkout (e.g. main's) whose shadow arms run side by side, "
+                    "as base:shadow and base:shadow_pg")
     ap.add_argument("--child")
     ap.add_argument("--threads-child")
+    ap.add_argument("--build-child", action="store_true")
+    ap.add_argument("--build-calls", type=int, default=3000, help="calls of each kind built (0 skips)")
     ap.add_argument("--dir")
     ap.add_argument("--url")
     ns = ap.parse_args()
     if ns.child:
         print("RESULT " + json.dumps(child(ns.child, ns.calls, ns.dir, ns.url)), flush=True)
         return 0
+    if ns.build_child:
+        print("RESULT " + json.dumps(build_child(ns.calls)), flush=True)
+        return 0
     if ns.threads_child:
         print("RESULT " + json.dumps(threads_child(ns.threads_child, ns.threads, ns.calls)), flush=True)
         return 0
     wanted = set(ns.only.split(",")) if ns.only else set(ARMS)
     arms = [a for a in ARMS if a in wanted and (not a.endswith("_pg") or ns.pg_url)]
-    results: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
-    rates: dict[str, list[float]] = {"legacy": [], "shadow": []}
+    base: Path | None = ns.base.resolve() if ns.base else None
+    runs: list[tuple[str, str, Path]] = [(a, a, REPO) for a in arms]  # (label, arm, tree)
+    if base is not None:
+        runs += [(f"base:{a}", a, base) for a in arms if a.startswith("shadow")]
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in runs}
+    modes: list[tuple[str, str, Path]] = [("legacy", "legacy", REPO), ("shadow", "shadow", REPO)]
+    if base is not None:
+        modes.append(("base:shadow", "shadow", base))
+    rates: dict[str, list[float]] = {label: [] for label, _, _ in modes}
+    builds: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in modes if label != "legacy"}
     for _ in range(ns.rounds):
-        for arm in arms:
-            results[arm].append(run_arm(arm, ns.calls, ns.pg_url))
+        if ns.build_calls:
+            for label, _mode, tree in modes[1:]:
+                builds[label].append(run_build(ns.build_calls, tree))
+        for label, arm, tree in runs:
+            results[label].append(run_arm(arm, ns.calls, ns.pg_url, tree))
         if ns.threads:
-            for mode, got in rates.items():
-                got.append(run_threads(mode, ns.threads, ns.thread_calls)["rate"])
+            for _pair in range(ns.thread_pairs):
+                for label, mode, tree in modes:
+                    rates[label].append(run_threads(mode, ns.threads, ns.thread_calls, tree)["rate"])
     med = {a: {k: statistics.median(r[k] for r in rows) for k in ("cpu_us", "caller_us", "median_ns", "p99_ns")}
            for a, rows in results.items()}
     print(f"{ns.calls} calls (1 in 10 an error) back to back + final flush, median of {ns.rounds} rounds "
-          f"(load {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs)")
-    print(f"{'arm':15s} {'cpu us/call':>11s} {'caller us':>9s} {'median ns':>9s} {'p99 ns':>8s} {'spooled':>7s} "
+          f"(load {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs)" + (f"; base: {base}" if base else ""))
+    print(f"{'arm':17s} {'cpu us/call':>11s} {'caller us':>9s} {'median ns':>9s} {'p99 ns':>8s} {'spooled':>7s} "
           f"{'dropped':>7s} {'stored':>7s}")
     for arm, rows in results.items():
         m = med[arm]
         spooled = max(r.get("spooled", 0) for r in rows)
         dropped = max(r.get("dropped", 0) for r in rows)
         stored = min((r["stored"] for r in rows), default="-") if "stored" in rows[0] else "-"
-        print(f"{arm:15s} {m['cpu_us']:11.1f} {m['caller_us']:9.1f} {m['median_ns']:9.0f} {m['p99_ns']:8.0f} "
+        print(f"{arm:17s} {m['cpu_us']:11.1f} {m['caller_us']:9.1f} {m['median_ns']:9.0f} {m['p99_ns']:8.0f} "
               f"{spooled:7d} {dropped:7d} {stored!s:>7s}")
-    for shadow_arm, floor in (("shadow", "floor"), ("shadow_pg", "floor_pg")):
-        if shadow_arm not in med:
+    for prefix in ("", "base:") if base is not None else ("",):
+        for shadow_arm, floor in (("shadow", "floor"), ("shadow_pg", "floor_pg")):
+            label = prefix + shadow_arm
+            if label not in med:
+                continue
+            cpu = med[label]["cpu_us"]
+            parts = [f"{cpu / med[other]['cpu_us']:.2f}x {other}" for other in (floor, "structlog_lean", "structlog",
+                                                                                "otel") if other in med]
+            print(f"{label} CPU per call: " + ", ".join(parts) + " (target: at most 1.5x the floor)")
+            if "structlog_lean" in med:
+                print(f"{label} caller p99: {med[label]['p99_ns'] / med['structlog_lean']['p99_ns']:.2f}x "
+                      "the structlog line's (target: at most 2x)")
+    for label, got_builds in builds.items():
+        if not got_builds:
             continue
-        cpu = med[shadow_arm]["cpu_us"]
-        parts = [f"{cpu / med[other]['cpu_us']:.2f}x {other}" for other in (floor, "structlog_lean", "structlog",
-                                                                            "otel") if other in med]
-        print(f"{shadow_arm} CPU per call: " + ", ".join(parts) + " (target: at most 1.5x the floor)")
-        if "structlog_lean" in med:
-            print(f"{shadow_arm} caller p99: {med[shadow_arm]['p99_ns'] / med['structlog_lean']['p99_ns']:.2f}x "
-                  "the structlog line's (target: at most 2x)")
+        m = {k: statistics.median(b[k] for b in got_builds) for k in ("ok", "error", "distinct")}
+        print(f"{label} record build: success {m['ok']:.1f} us, error {m['error']:.1f} us ({m['error'] / m['ok']:.2f}x), "
+              f"distinct errors {m['distinct']:.1f} us ({m['distinct'] / m['ok']:.2f}x) (target: an error at most 2x)")
     if ns.threads:
-        legacy, shadowed = statistics.median(rates["legacy"]), statistics.median(rates["shadow"])
-        print(f"{ns.threads} threads of a 1 ms tool, {ns.thread_calls} calls, SQLite: legacy {legacy:,.0f} calls/s, "
-              f"shadow {shadowed:,.0f} calls/s: {shadowed / legacy:.0%} (target: at least 90%)")
+        legacy = statistics.median(rates["legacy"])
+        for label, got_rates in rates.items():
+            if label == "legacy":
+                continue
+            got = statistics.median(got_rates)
+            print(f"{ns.threads} threads of a 1 ms tool, {ns.thread_calls} calls, SQLite, {len(got_rates)} runs: "
+                  f"legacy {legacy:,.0f} calls/s, {label} {got:,.0f} calls/s: {got / legacy:.0%} (target: at least "
+                  "90%)")
     return 0
 
 
