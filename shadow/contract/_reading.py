@@ -84,7 +84,13 @@ def propose(text: str) -> Phrase | None:
 def _propose(text: str) -> Phrase | None:
     """The first phrase found in ``text`` (URLs, paths and varying values masked), or ``None``; what follows a
     wrapper's opening ("Error executing tool x: ...") is read first, the whole text when that says nothing."""
-    masked = mask_locations(text)
+    return _read_masked(mask_locations(text))
+
+
+@functools.lru_cache(maxsize=2048)
+def _read_masked(masked: str) -> Phrase | None:
+    """``_propose`` of a masked text: texts that differ only in an id, an amount or a quoted value are one template,
+    read once (the table's reading costs far more than the masking)."""
     inner = masked
     for _ in range(3):
         stripped = _WRAPPER.sub("", inner, count=1)
