@@ -28,7 +28,7 @@
 --     ('items[0].date' and 'address.zip' name the arguments 'items' and 'address').
 WITH scoped_calls AS NOT MATERIALIZED (
     SELECT id, session_id, epoch, seq, ts, tool, mode, variant, fingerprint, arg_hashes, outcome, code, retryable,
-           next_action, retry_after_ms, error_field, unmapped, schema_valid
+           next_action, retry_after_ms, error_field, unmapped, schema_valid, rules_fingerprint
     FROM calls
     WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
 ),
@@ -179,6 +179,7 @@ SELECT
               IS DISTINCT FROM CAST(nr.next_arg_hashes AS MAP(VARCHAR, VARCHAR))[nr.field_key]
     END AS repair_field_changed,
     e.next_call_id,
+    e.rules_fingerprint,
     -- how many calls the session made after the error: the give-up guard's "ended within N calls"
     CAST(e.calls_after AS INTEGER) AS calls_after
 FROM errors AS e
