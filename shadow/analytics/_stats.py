@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -156,10 +157,21 @@ def _percentile(values: np.ndarray, level: float) -> Interval | None:
 
 
 def _draws(weights: Sequence[int], resamples: int, seed: int) -> np.ndarray:
-    """Session counts per pattern in each bootstrap resample: multinomial over the distinct session patterns."""
+    """Session counts per pattern in each bootstrap resample: multinomial over the distinct session patterns.
+
+    Seeded, so the same weights always draw the same counts: a report asks for the same ones many times (every
+    share of a tool is resampled over the same sessions), and they are drawn once (read-only).
+    """
+    return _draws_once(tuple(weights), resamples, seed)
+
+
+@functools.lru_cache(maxsize=4)  # a few arrays of resamples x patterns: the repeats come together
+def _draws_once(weights: tuple[int, ...], resamples: int, seed: int) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     total = int(w.sum())
-    return _rng(seed).multinomial(total, w / w.sum(), size=resamples).astype(np.float64)
+    counts = _rng(seed).multinomial(total, w / w.sum(), size=resamples).astype(np.float64)
+    counts.flags.writeable = False
+    return counts
 
 
 def bootstrap_rate(

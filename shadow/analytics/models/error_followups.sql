@@ -28,7 +28,7 @@
 --     ('items[0].date' and 'address.zip' name the arguments 'items' and 'address').
 WITH scoped_calls AS NOT MATERIALIZED (
     SELECT id, session_id, epoch, seq, ts, tool, mode, variant, fingerprint, arg_hashes, outcome, code, retryable,
-           retry_after_ms, error_field, unmapped, schema_valid
+           next_action, retry_after_ms, error_field, unmapped, schema_valid, rules_fingerprint
     FROM calls
     WHERE $all_sessions OR session_id IN (SELECT session_id FROM sync_scope)
 ),
@@ -62,7 +62,9 @@ call_stream AS (
            LEAD(tool IGNORE NULLS) OVER w = tool AND LEAD(fingerprint IGNORE NULLS) OVER w = fingerprint
                AS next_same_call,
            LEAD(is_mark) OVER w AS next_is_mark,
-           LEAD(kind) OVER w AS next_kind
+           LEAD(kind) OVER w AS next_kind,
+           -- how many calls the session made after this one (marks not counted), from the same sort
+           SUM(1 - is_mark) OVER (PARTITION BY session_id) - SUM(1 - is_mark) OVER w AS calls_after
     FROM (
         SELECT session_id, epoch, seq, 0 AS is_mark, id, NULL AS kind, ts, tool, fingerprint,
                outcome = 'error' AS is_error
@@ -116,7 +118,7 @@ error_gaps AS (
     WHERE c.outcome = 'error'
 ),
 errors AS (
-    SELECT c.*, s.next_is_mark, s.next_kind, s.next_call_id, s.next_ts, s.next_same_tool,
+    SELECT c.*, s.next_is_mark, s.next_kind, s.next_call_id, s.next_ts, s.next_same_tool, s.calls_after,
            COALESCE(s.next_same_call, false) AND NOT c.gap_after AS looped,
            ru.run_left,
            CASE WHEN c.error_field IS NULL THEN NULL
@@ -147,6 +149,7 @@ SELECT
     e.variant,
     e.code,
     e.retryable,
+    e.next_action,
     e.retry_after_ms,
     e.error_field,
     e.unmapped,
@@ -175,6 +178,9 @@ SELECT
          THEN CAST(nr.arg_hashes AS MAP(VARCHAR, VARCHAR))[nr.field_key]
               IS DISTINCT FROM CAST(nr.next_arg_hashes AS MAP(VARCHAR, VARCHAR))[nr.field_key]
     END AS repair_field_changed,
-    e.next_call_id
+    e.next_call_id,
+    e.rules_fingerprint,
+    -- how many calls the session made after the error: the give-up guard's "ended within N calls"
+    CAST(e.calls_after AS INTEGER) AS calls_after
 FROM errors AS e
 LEFT JOIN named_repairs AS nr ON nr.id = e.id

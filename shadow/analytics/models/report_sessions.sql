@@ -1,7 +1,7 @@
 -- report_sessions: the shapes of sessions: how many errors and loops each had in each arm, per tool and pooled,
 -- over all its errors and over those made during a randomised split.
 --
--- Reads:  error_followups, flag_periods, calls.
+-- Reads:  error_followups, flag_periods.
 -- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
 --         $within INTEGER: how many calls after an error a session may still make and count as ended by it.
 -- Returns (tool, all_tools, errors_a, loops_a, errors_b, loops_b, split_errors_a, split_loops_a, split_errors_b,
@@ -19,7 +19,7 @@
 -- session bootstrap (resampling shapes is resampling sessions) and the two-arm test need.
 WITH filtered AS (
     SELECT e.id, e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
-           e.follow_up IN ('end', 'nothing') AS gave_up,
+           e.follow_up IN ('end', 'nothing') AS gave_up, e.calls_after, e.next_action,
            p.tool IS NOT NULL AS in_split
     FROM error_followups AS e
     -- a tool's flag periods do not overlap (each ends where the next starts), so an error is in one at most
@@ -30,20 +30,11 @@ WITH filtered AS (
       AND ($since IS NULL OR e.ts >= $since)
       AND ($until IS NULL OR e.ts < $until)
 ),
--- Per call of those sessions: how many calls the session made after it (in the order of error_followups).
-positions AS (
-    SELECT id, next_action,
-           COUNT(*) OVER (PARTITION BY session_id)
-           - ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, id) AS calls_after
-    FROM calls
-    WHERE session_id IN (SELECT session_id FROM filtered)
-),
 marked AS (
-    SELECT f.tool, f.session_id, f.in_b, f.looped, f.gave_up, f.in_split,
-           p.calls_after <= $within AS ended,
-           p.calls_after <= $within AND COALESCE(p.next_action = 'stop', false) AS stopped
-    FROM filtered AS f
-    JOIN positions AS p ON p.id = f.id
+    SELECT tool, session_id, in_b, looped, gave_up, in_split,
+           calls_after <= $within AS ended,
+           calls_after <= $within AND COALESCE(next_action = 'stop', false) AS stopped
+    FROM filtered
 ),
 per_session AS (
     SELECT
