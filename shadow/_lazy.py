@@ -6,7 +6,8 @@
 that module's import lock; a child forked meanwhile inherits the lock held by a thread that does not exist there,
 and its own first import of the module hangs. So ``load`` imports under a lock that ``fork`` takes first
 (``os.register_at_fork``): a fork waits (at most ``FORK_WAIT`` seconds) for an import in progress to end, and the
-child starts with the module whole or not there at all.
+child starts with the module whole or not there at all. ``guarded`` runs a first use that imports as it goes
+(``importlib.metadata.version`` imports ``email.parser``) under the same lock.
 
 The fork hooks are registered by the first ``load``, not on import: ``fork`` runs the ``before`` hooks in the
 reverse order of their registration, and this one must run before those of ``logging`` and of the SQLite fork gate,

@@ -34,10 +34,10 @@ _KEYWORD = (
 #: Words of prose that says a credential's value: ``the password is X``, ``your one-time code was X``.
 _PROSE_WORD = r"(?:password|passwd|passphrase|passcode|pin|secret|token|api key|otp|one-time code|access code)"
 #: Searched in the lower-cased text: where a credential word starts (every alternative begins with a literal).
-_WORD = re.compile(r"set-cookie|cookie|proxy-authorization|authorization|bearer|basic|pin|otp|one-time|curl|"
-                   + _KEYWORD[3:-1])
+_WORD_SOURCE: Final = ("set-cookie|cookie|proxy-authorization|authorization|bearer|basic|pin|otp|one-time|curl|"
+                       + _KEYWORD[3:-1])
 #: Matched where ``_WORD`` found a word: a header, an auth scheme, ``<credential word> = value``, or prose.
-_AT_WORD = re.compile(
+_AT_WORD_SOURCE: Final = (
     r"(?P<header>(?:(?:set-)?cookie|(?:proxy-)?authorization)\s*:\s*)[^\r\n]+"
     r"|(?:bearer|basic)\s+[a-z0-9._~+/=-]{8,}"
     r"|(?P<curl>curl\b[^\r\n]*?\s(?:-u|--user)[\s=]+)(?P<cq>[\"'])?(?(cq)[^\"'\r\n]+|\S+)"
@@ -46,7 +46,27 @@ _AT_WORD = re.compile(
     r"|(?P<prose>(?<![a-z])" + _PROSE_WORD + r"s?(?:\s+for\s+\S+)?(?:\s+(?:is|was|will\s+be|has\s+been|set\s+to"
     r"|changed\s+to|reset\s+to|now))+\s+)(?P<pq>[\"'`])?(?P<pv>(?(pq)[^\"'`\r\n]+|[^\s\"',;]+))"
 )
-_AT_WORD_ANY_CASE = re.compile(_AT_WORD.pattern, re.IGNORECASE)
+
+
+class _Words:
+    """``_WORD_SOURCE`` and ``_AT_WORD_SOURCE`` compiled (the latter twice: as is and any case), on first use: they
+    took ``import shadow`` about 6 ms. Compiling imports nothing, so the writer's thread may do it at any time."""
+
+    __slots__ = ("any_case", "at_word", "word")
+
+    def __init__(self) -> None:
+        self.word = re.compile(_WORD_SOURCE)
+        self.at_word = re.compile(_AT_WORD_SOURCE)
+        self.any_case = re.compile(_AT_WORD_SOURCE, re.IGNORECASE)
+
+
+_words: list[_Words] = []  # the one ``_Words``, once made (two threads at once make the same patterns)
+
+
+def _compiled_words() -> _Words:
+    if not _words:
+        _words.append(_Words())
+    return _words[0]
 #: After ``the password is``: ordinary words that say something of the credential, not its value.
 _PROSE_PLAIN: Final = frozenset({
     "a", "an", "the", "not", "no", "too", "required", "incorrect", "invalid", "wrong", "missing", "empty", "expired",
@@ -252,20 +272,21 @@ def _scrub_assignments(text: str) -> str:
 def _scrub_words(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):  # lower-casing changed the length (rare scripts): match case-insensitively instead
-        return _AT_WORD_ANY_CASE.sub(lambda m: _replacement(m, text), text)
-    hit = _WORD.search(low)
+        return _compiled_words().any_case.sub(lambda m: _replacement(m, text), text)
+    words = _words[0] if _words else _compiled_words()
+    hit = words.word.search(low)
     if hit is None:
         return text
     pieces: list[str] = []
     done = 0
     while hit is not None:
-        found = _AT_WORD.match(low, hit.start())
+        found = words.at_word.match(low, hit.start())
         if found is None:
-            hit = _WORD.search(low, hit.start() + 1)
+            hit = words.word.search(low, hit.start() + 1)
             continue
         pieces += (text[done:found.start()], _replacement(found, text))
         done = found.end()
-        hit = _WORD.search(low, done)
+        hit = words.word.search(low, done)
     return "".join(pieces) + text[done:]
 
 

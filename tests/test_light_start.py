@@ -62,7 +62,7 @@ _WHAT_IMPORT_LOADS = textwrap.dedent(f"""
     before = set(sys.modules)  # what the interpreter's start (site) loaded is not import shadow's
     import shadow
     from shadow.contract._phrases import PHRASES
-    from shadow._scrub import _BY_START
+    from shadow._scrub import _BY_START, _words
 
     @shadow.tool
     def create_task(title: str) -> dict:
@@ -70,7 +70,7 @@ _WHAT_IMPORT_LOADS = textwrap.dedent(f"""
 
     loaded = set(sys.modules) - before
     deferred = sorted(m for m in loaded if m in {DEFERRED!r})
-    compiled = sum(getattr(phrase, "_compiled", True) is not None for phrase in PHRASES) + len(_BY_START)
+    compiled = sum(getattr(phrase, "_compiled", True) is not None for phrase in PHRASES) + len(_BY_START) + len(_words)
     normalize = shadow.normalize.http  # served on first use
     print(json.dumps([deferred, compiled, "shadow.normalize" in sys.modules]))
 """)

@@ -12,6 +12,7 @@ import gc
 import os
 import sys
 import threading
+import time
 
 from shadow._config import is_otlp_url, settings
 from shadow._logs import get_logger
@@ -24,6 +25,8 @@ from shadow.typing import Store
 #: How many times ``queue_size`` raw calls a burst may add in memory before callers spool (the caller never builds
 #: or spools a record in a burst the writer catches up with; a raw call of a small tool is under 1 KB).
 BURST = 4
+#: Seconds the start-up freeze waits before its full collection, for the first call to finish (``_freeze_start_up``).
+FREEZE_AFTER = 0.05
 
 __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats", "flush", "get_writer", "set_writer"]
 
@@ -92,7 +95,11 @@ def get_writer() -> Writer:
 
 def _freeze_start_up() -> None:
     """What start-up made, out of the cyclic GC's reach (the ``gc.freeze`` recipe: collect, then freeze): without
-    it, each full collection during a burst walks every object of the process, about 3 us per call (issue 32)."""
+    it, each full collection during a burst walks every object of the process, about 3 us per call (issue 32).
+
+    A full collection holds the GIL throughout (about 10 ms): started at once, it held up the first call, whose
+    ``Thread.start`` waits for the GIL after the thread has started. So it waits a moment first, off that call."""
+    time.sleep(FREEZE_AFTER)
     gc.collect()
     gc.freeze()
 
