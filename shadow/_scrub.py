@@ -63,6 +63,11 @@ class _Words:
 _words: list[_Words] = []  # the one ``_Words``, once made (two threads at once make the same patterns)
 
 
+def warm() -> None:
+    """Compile the credential-word patterns now (they compile on first use otherwise)."""
+    _compiled_words()
+
+
 def _compiled_words() -> _Words:
     if not _words:
         _words.append(_Words())
