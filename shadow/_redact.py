@@ -65,6 +65,8 @@ def _text_valued(value: object) -> bool:
 
 
 _TEXT_VALUED: Final = (("decimal", "Decimal"), ("uuid", "UUID"))
+#: The common containers, which are neither: one set lookup instead of ``_text_valued``.
+_PLAIN_CONTAINERS: Final = frozenset({dict, list, tuple, set, frozenset})
 
 
 class Public(str):
@@ -211,7 +213,7 @@ class _Converter:
             return self.convert(value.value, depth)
         if isinstance(value, dt.datetime | dt.date | dt.time):
             return value.isoformat()
-        if _text_valued(value):
+        if type(value) not in _PLAIN_CONTAINERS and _text_valued(value):
             return str(value)
         ident = id(value)
         if ident in self.active:
