@@ -50,7 +50,7 @@ _AT_WORD_SOURCE: Final = (
 
 class _Words:
     """``_WORD_SOURCE`` and ``_AT_WORD_SOURCE`` compiled (the latter twice: as is and any case), on first use: they
-    took ``import shadow`` about 6 ms. Compiling imports nothing, so the writer's thread may do it at any time."""
+    took ``import shadow`` about 4 ms. Compiling imports nothing, so the writer's thread may do it at any time."""
 
     __slots__ = ("any_case", "at_word", "word")
 
@@ -72,6 +72,8 @@ def _compiled_words() -> _Words:
     if not _words:
         _words.append(_Words())
     return _words[0]
+
+
 #: After ``the password is``: ordinary words that say something of the credential, not its value.
 _PROSE_PLAIN: Final = frozenset({
     "a", "an", "the", "not", "no", "too", "required", "incorrect", "invalid", "wrong", "missing", "empty", "expired",
@@ -140,7 +142,7 @@ _STARTING: Final = (
 
 class _ByStart(dict[str, "re.Pattern[str] | None"]):
     """The tokens that may start with a word's first two characters, as one pattern compiled when first asked
-    (``None``: no token starts so): compiling all of them took ``import shadow`` about 8 ms. Compiling imports
+    (``None``: no token starts so): compiling all of them took ``import shadow`` about 10 ms. Compiling imports
     nothing, so the writer's thread may do it while the application forks."""
 
     def __init__(self) -> None:
