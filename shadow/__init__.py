@@ -5,7 +5,10 @@ The module map (one line per subpackage, what it owns) is in ``shadow/README.md`
 
 from __future__ import annotations
 
-from shadow import _deprecated, flags, normalize, tokens
+import importlib as _importlib
+import typing as _typing
+
+from shadow import _deprecated, flags
 from shadow._config import configure
 from shadow._decorator import tool
 from shadow._redact import Public
@@ -34,10 +37,22 @@ from shadow.contract import (
     validate,
 )
 
+if _typing.TYPE_CHECKING:
+    from shadow import normalize, tokens
+
 __version__ = "0.2.0.dev0"
 
+#: Subpackages served on first use (``shadow.normalize.http()``): no call needs them, so ``import shadow`` does not
+#: load them. ``import shadow.tokens`` and ``from shadow import normalize`` work as for any submodule.
+_ON_FIRST_USE = frozenset({"normalize", "tokens"})
+
 _deprecated.install()
-__getattr__ = _deprecated.module_getattr
+
+
+def __getattr__(name: str) -> object:
+    if name in _ON_FIRST_USE:
+        return _importlib.import_module(f"shadow.{name}")
+    return _deprecated.module_getattr(name)
 
 __all__ = [
     "CODE_TABLE",

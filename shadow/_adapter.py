@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +12,6 @@ from shadow import _clock as clock
 from shadow import _sessions as sessions
 from shadow._config import report_internal_error, settings
 from shadow._logs import get_logger
-from shadow.calllog import _otel as otel
 from shadow.calllog._pending import PendingCall, ToolSpec
 from shadow.calllog._writer import get_writer
 from shadow.contract._codes import Code
@@ -33,6 +33,9 @@ _SHADOW: Final = Mode.SHADOW
 _CUTOVER: Final = Mode.CUTOVER
 _ARM_LEGACY: Final = Variant.LEGACY
 _STRUCTURED: Final = Variant.STRUCTURED
+#: The module whose ``CALL_HOOK`` puts a call on the application's span: not imported here (``import shadow`` needs
+#: none of it), read from ``sys.modules`` once ``shadow.calllog.annotate_spans`` or an ``OtlpStore`` loaded it.
+_OTEL: Final = "shadow.calllog._otel"
 _NO_PAIR: Final = object()  # a call whose framework takes the result as is, not as (content, artifact)
 
 
@@ -140,7 +143,8 @@ class _Runner:
 
                 get_writer().submit(ProvisionalCall(call, started.provisional))
             else:
-                hook = otel.CALL_HOOK
+                otel = sys.modules.get(_OTEL)  # only ``annotate_spans`` sets a hook, and it imports _otel
+                hook = None if otel is None else otel.CALL_HOOK
                 get_writer().submit(call if hook is None else hook(call))
         except Exception as failure:
             _internal_failure(self.spec.name, failure, "adapter.submit")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import uuid
 
 _MASK48: Final = (1 << 48) - 1
 _MASK62: Final = (1 << 62) - 1
@@ -32,6 +34,8 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def uuid7() -> uuid.UUID:
     """A UUIDv7: 48-bit Unix milliseconds, then a 12-bit counter and random bits; monotonic per process."""
+    import uuid  # here: ``new_id`` makes the same text without it, and ``import shadow`` needs no uuid (platform)
+
     now, counter, rand = _next()
     return uuid.UUID(int=(now & _MASK48) << 80 | counter << 64 | _VERSION_AND_VARIANT | rand)
 
@@ -54,6 +58,12 @@ def _next() -> tuple[int, int, int]:
             data = os.urandom(8 * _POOL)
             _pool.extend(int.from_bytes(data[i:i + 8], "big") & _MASK62 for i in range(0, len(data), 8))
         return now, _counter, _pool.pop()
+
+
+def random_hex() -> str:
+    """``uuid.uuid4().hex`` without the ``uuid`` module: 32 hex digits, 122 of their bits random."""
+    value = int.from_bytes(os.urandom(16), "big") & ~(0xF000 << 64 | 0xC000 << 48) | 0x4000 << 64 | 0x8000 << 48
+    return f"{value:032x}"
 
 
 _prefix: tuple[int, str] = (-1, "")  # the text of the last millisecond seen: "xxxxxxxx-xxxx-7"

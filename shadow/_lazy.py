@@ -6,7 +6,8 @@
 that module's import lock; a child forked meanwhile inherits the lock held by a thread that does not exist there,
 and its own first import of the module hangs. So ``load`` imports under a lock that ``fork`` takes first
 (``os.register_at_fork``): a fork waits (at most ``FORK_WAIT`` seconds) for an import in progress to end, and the
-child starts with the module whole or not there at all.
+child starts with the module whole or not there at all. ``guarded`` runs a first use that imports as it goes
+(``importlib.metadata.version`` imports ``email.parser``) under the same lock.
 
 The fork hooks are registered by the first ``load``, not on import: ``fork`` runs the ``before`` hooks in the
 reverse order of their registration, and this one must run before those of ``logging`` and of the SQLite fork gate,
@@ -19,7 +20,9 @@ import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, TypeVar
+
+_T = TypeVar("_T")
 
 
 def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], object]:
@@ -47,20 +50,33 @@ _register_lock = threading.Lock()
 
 def load(*names: str) -> None:
     """Import the modules ``names``, in order, under the fork guard (nothing to do once each is loaded)."""
-    global _registered
     if _loaded.issuperset(names):
         return
+    _register()
+    with _guard:
+        for name in names:
+            if name not in _loaded:
+                importlib.import_module(name)
+                _loaded.add(name)
+
+
+def guarded(work: Callable[[], _T]) -> _T:
+    """``work()`` under the fork guard: for a first use that imports as it goes (``importlib.metadata.version``
+    imports ``email.parser``), from a thread that is not the caller's. Cache what it gives: each call takes the
+    guard."""
+    _register()
+    with _guard:
+        return work()
+
+
+def _register() -> None:
+    global _registered
     if not _registered:
         with _register_lock:
             if not _registered:
                 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                                     after_in_child=_after_fork_in_child)
                 _registered = True
-    with _guard:
-        for name in names:
-            if name not in _loaded:
-                importlib.import_module(name)
-                _loaded.add(name)
 
 
 def _before_fork() -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import decimal
 import enum
 import functools
 import itertools
 import json
 import math
 import re
-import uuid
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -53,6 +52,21 @@ _WORD_SPLIT = re.compile(r"[^a-zA-Z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 #: Shorter than this and without ``:`` or ``=``, a text holds nothing the patterns find.
 _SHORTEST: Final = SHORTEST
+
+
+def _text_valued(value: object) -> bool:
+    """Whether ``value`` is a ``decimal.Decimal`` or a ``uuid.UUID`` (stored as its text). Neither module is
+    imported for it: a value can only be one once the application has loaded its module."""
+    for module, name in _TEXT_VALUED:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(value, getattr(loaded, name)):
+            return True
+    return False
+
+
+_TEXT_VALUED: Final = (("decimal", "Decimal"), ("uuid", "UUID"))
+#: The common containers, which are neither: one set lookup instead of ``_text_valued``.
+_PLAIN_CONTAINERS: Final = frozenset({dict, list, tuple, set, frozenset})
 
 
 class Public(str):
@@ -199,7 +213,7 @@ class _Converter:
             return self.convert(value.value, depth)
         if isinstance(value, dt.datetime | dt.date | dt.time):
             return value.isoformat()
-        if isinstance(value, decimal.Decimal | uuid.UUID):
+        if type(value) not in _PLAIN_CONTAINERS and _text_valued(value):
             return str(value)
         ident = id(value)
         if ident in self.active:

@@ -34,10 +34,10 @@ _KEYWORD = (
 #: Words of prose that says a credential's value: ``the password is X``, ``your one-time code was X``.
 _PROSE_WORD = r"(?:password|passwd|passphrase|passcode|pin|secret|token|api key|otp|one-time code|access code)"
 #: Searched in the lower-cased text: where a credential word starts (every alternative begins with a literal).
-_WORD = re.compile(r"set-cookie|cookie|proxy-authorization|authorization|bearer|basic|pin|otp|one-time|curl|"
-                   + _KEYWORD[3:-1])
+_WORD_SOURCE: Final = ("set-cookie|cookie|proxy-authorization|authorization|bearer|basic|pin|otp|one-time|curl|"
+                       + _KEYWORD[3:-1])
 #: Matched where ``_WORD`` found a word: a header, an auth scheme, ``<credential word> = value``, or prose.
-_AT_WORD = re.compile(
+_AT_WORD_SOURCE: Final = (
     r"(?P<header>(?:(?:set-)?cookie|(?:proxy-)?authorization)\s*:\s*)[^\r\n]+"
     r"|(?:bearer|basic)\s+[a-z0-9._~+/=-]{8,}"
     r"|(?P<curl>curl\b[^\r\n]*?\s(?:-u|--user)[\s=]+)(?P<cq>[\"'])?(?(cq)[^\"'\r\n]+|\S+)"
@@ -46,7 +46,34 @@ _AT_WORD = re.compile(
     r"|(?P<prose>(?<![a-z])" + _PROSE_WORD + r"s?(?:\s+for\s+\S+)?(?:\s+(?:is|was|will\s+be|has\s+been|set\s+to"
     r"|changed\s+to|reset\s+to|now))+\s+)(?P<pq>[\"'`])?(?P<pv>(?(pq)[^\"'`\r\n]+|[^\s\"',;]+))"
 )
-_AT_WORD_ANY_CASE = re.compile(_AT_WORD.pattern, re.IGNORECASE)
+
+
+class _Words:
+    """``_WORD_SOURCE`` and ``_AT_WORD_SOURCE`` compiled (the latter twice: as is and any case), on first use: they
+    took ``import shadow`` about 4 ms. Compiling imports nothing, so the writer's thread may do it at any time."""
+
+    __slots__ = ("any_case", "at_word", "word")
+
+    def __init__(self) -> None:
+        self.word = re.compile(_WORD_SOURCE)
+        self.at_word = re.compile(_AT_WORD_SOURCE)
+        self.any_case = re.compile(_AT_WORD_SOURCE, re.IGNORECASE)
+
+
+_words: list[_Words] = []  # the one ``_Words``, once made (two threads at once make the same patterns)
+
+
+def warm() -> None:
+    """Compile the credential-word patterns now (they compile on first use otherwise)."""
+    _compiled_words()
+
+
+def _compiled_words() -> _Words:
+    if not _words:
+        _words.append(_Words())
+    return _words[0]
+
+
 #: After ``the password is``: ordinary words that say something of the credential, not its value.
 _PROSE_PLAIN: Final = frozenset({
     "a", "an", "the", "not", "no", "too", "required", "incorrect", "invalid", "wrong", "missing", "empty", "expired",
@@ -111,10 +138,28 @@ _STARTING: Final = (
     (" ".join(f"{a}{b}" for a in "MNO" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"),
      r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}\b"),
 )
-_BY_START: Final = {
-    start: re.compile("|".join(f"(?:{rx})" for keys, rx in _STARTING if start in keys.split()))
-    for start in {key for keys, _rx in _STARTING for key in keys.split()}
-}
+
+
+class _ByStart(dict[str, "re.Pattern[str] | None"]):
+    """The tokens that may start with a word's first two characters, as one pattern compiled when first asked
+    (``None``: no token starts so): compiling all of them took ``import shadow`` about 10 ms. Compiling imports
+    nothing, so the writer's thread may do it while the application forks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        sources: dict[str, list[str]] = {}
+        for keys, rx in _STARTING:
+            for key in keys.split():
+                sources.setdefault(key, []).append(f"(?:{rx})")
+        self._sources: Final = {start: "|".join(rxs) for start, rxs in sources.items()}
+
+    def __missing__(self, start: str) -> re.Pattern[str] | None:
+        source = self._sources.get(start)
+        found = self[start] = None if source is None else re.compile(source)
+        return found
+
+
+_BY_START: Final = _ByStart()
 _WORD_START = re.compile(r"[A-Za-z0-9_]+")
 #: Tokens found by what they hold, each behind a substring it needs (``in`` is a fast scan).
 _INSIDE: Final = (
@@ -195,7 +240,7 @@ def _scrub_tokens(text: str) -> str:
     by_start = _BY_START
     for word in _WORD_START.finditer(text):
         start = word.start()
-        found_rx = by_start.get(text[start:start + 2]) if start >= done else None
+        found_rx = by_start[text[start:start + 2]] if start >= done else None
         found = found_rx.match(text, start) if found_rx is not None else None
         if found is not None:
             pieces += (text[done:start], REDACTED)
@@ -234,20 +279,21 @@ def _scrub_assignments(text: str) -> str:
 def _scrub_words(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):  # lower-casing changed the length (rare scripts): match case-insensitively instead
-        return _AT_WORD_ANY_CASE.sub(lambda m: _replacement(m, text), text)
-    hit = _WORD.search(low)
+        return _compiled_words().any_case.sub(lambda m: _replacement(m, text), text)
+    words = _words[0] if _words else _compiled_words()
+    hit = words.word.search(low)
     if hit is None:
         return text
     pieces: list[str] = []
     done = 0
     while hit is not None:
-        found = _AT_WORD.match(low, hit.start())
+        found = words.at_word.match(low, hit.start())
         if found is None:
-            hit = _WORD.search(low, hit.start() + 1)
+            hit = words.word.search(low, hit.start() + 1)
             continue
         pieces += (text[done:found.start()], _replacement(found, text))
         done = found.end()
-        hit = _WORD.search(low, done)
+        hit = words.word.search(low, done)
     return "".join(pieces) + text[done:]
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextvars
 import itertools
 import os
-import socket
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +14,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from shadow import _clock as clock
 from shadow._fingerprint import safe_name
-from shadow._ids import new_id
+from shadow._ids import new_id, random_hex
 from shadow._logs import get_logger
 from shadow._names import check_name
 from shadow.calllog._records import MarkRecord
@@ -32,7 +30,19 @@ MarkKind = Literal["user_turn", "end"]
 _MAX_SESSION_ID: Final = 200
 _MAX_COUNTERS: Final = 100_000
 
-HOST: Final = socket.gethostname()[:255]
+
+
+def _host_name() -> str:
+    """The host's name, as ``socket.gethostname()`` gives it (on POSIX, the kernel's node name: no ``socket`` module
+    to import)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
+HOST: Final = _host_name()[:255]
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("shadow_session", default=None)
 _counters: OrderedDict[str, tuple[int, itertools.count[int]]] = OrderedDict()
@@ -51,7 +61,7 @@ def session(session_id: str | None = None) -> Iterator[str]:
     A context variable, so it follows asyncio tasks; in a worker thread, enter ``shadow.session(same_id)`` again
     (calls from all threads of one session share one sequence). Without an id, a fresh one is made.
     """
-    sid = _check_id(session_id) if session_id is not None else f"s-{uuid.uuid4().hex}"
+    sid = _check_id(session_id) if session_id is not None else f"s-{random_hex()}"
     token = _current.set(sid)
     try:
         yield sid
@@ -65,7 +75,7 @@ def process_session() -> str:
     found = _process_session
     if found is None:
         pid = os.getpid()
-        found = _process_session = (pid, f"proc-{HOST}-{pid}-{uuid.uuid4().hex[:8]}")
+        found = _process_session = (pid, f"proc-{HOST}-{pid}-{random_hex()[:8]}")
     return found[1]
 
 

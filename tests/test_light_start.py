@@ -52,6 +52,39 @@ def test_import_shadow_and_decorating_tools_load_no_heavy_module(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # and nothing was created
 
 
+#: What ``import shadow`` no longer loads either (issue 29): none is needed by a call, or each is loaded where it is
+#: (under the fork guard when that is a background thread). ``uuid`` is not listed: orjson imports it.
+DEFERRED = ("importlib.metadata", "email", "socket", "tempfile", "ctypes", "decimal", "importlib.resources",
+            "shadow.normalize", "shadow.tokens", "shadow.calllog._otel")
+
+_WHAT_IMPORT_LOADS = textwrap.dedent(f"""
+    import json, sys
+    before = set(sys.modules)  # what the interpreter's start (site) loaded is not import shadow's
+    import shadow
+    from shadow.contract._phrases import PHRASES
+    from shadow._scrub import _BY_START, _words
+
+    @shadow.tool
+    def create_task(title: str) -> dict:
+        return {{"id": 1, "title": title}}
+
+    loaded = set(sys.modules) - before
+    deferred = sorted(m for m in loaded if m in {DEFERRED!r})
+    compiled = sum(getattr(phrase, "_compiled", True) is not None for phrase in PHRASES) + len(_BY_START) + len(_words)
+    normalize = shadow.normalize.http  # served on first use
+    print(json.dumps([deferred, compiled, "shadow.normalize" in sys.modules]))
+""")
+
+
+def test_import_shadow_loads_none_of_the_deferred_modules_and_compiles_no_phrase_or_token_pattern(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/shadow.db"
+    done = subprocess.run([sys.executable, "-c", _WHAT_IMPORT_LOADS], cwd=tmp_path, capture_output=True, text=True,
+                          env=_env(tmp_path, url), timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [[], 0, True]
+
+
 #: A process that makes one call, with every first import of a heavy module slowed down by ``argv[1]`` seconds (a
 #: slow disk): the caller must never wait for one, and must not wait for the flags longer than the start bound.
 _FIRST_CALL = textwrap.dedent(f"""

@@ -11,10 +11,12 @@ asynchronous exception, raised as soon as it runs Python code again (a call bloc
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import sys
 import threading
 import time
 from collections.abc import Callable
+
+from shadow import _lazy
 
 
 class BuildAbandoned(BaseException):
@@ -34,7 +36,9 @@ def stop_thread(thread: threading.Thread) -> None:
     ident = thread.ident
     if ident is None or not thread.is_alive():
         return
-    with contextlib.suppress(AttributeError, OSError):
+    with contextlib.suppress(AttributeError, OSError, ImportError):
+        _lazy.load("ctypes")  # here, not on import (about 2 ms); under the fork guard: this is the watchdog's thread
+        ctypes = sys.modules["ctypes"]
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(BuildAbandoned))
 
 

@@ -12,18 +12,23 @@ import gc
 import os
 import sys
 import threading
+import time
 
+from shadow import _scrub as scrub
 from shadow._config import is_otlp_url, settings
 from shadow._logs import get_logger
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL
 from shadow.calllog._spool import Spool, default_fallback
 from shadow.calllog._store import SqlStore
 from shadow.calllog._writer_thread import RecordDropped, Writer, WriterStats
+from shadow.contract import _reading as reading
 from shadow.typing import Store
 
 #: How many times ``queue_size`` raw calls a burst may add in memory before callers spool (the caller never builds
 #: or spools a record in a burst the writer catches up with; a raw call of a small tool is under 1 KB).
 BURST = 4
+#: Seconds the start-up work waits for the first call to finish (``_after_start_up``).
+FREEZE_AFTER = 0.05
 
 __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats", "flush", "get_writer", "set_writer"]
 
@@ -33,7 +38,8 @@ _lock = threading.Lock()
 _writer: Writer | None = None
 _writer_settings: object | None = None  # the Settings object the writer was built from; None for set_writer's
 _retired: list[Writer] = []
-_frozen: list[bool] = []  # the start-up objects were frozen (once per process: gc_freeze)
+_started_up: list[bool] = []  # ``_after_start_up`` was started (once per process)
+_frozen: list[bool] = []  # the start-up objects are frozen or about to be (once per process: gc_freeze)
 _frozen_loaded: list[bool] = []  # and again once the store's modules were loaded (once per process)
 _atexit_registered = False
 _exit_hooked_pid = 0  # the process whose multiprocessing exit hook is registered (a forked child needs its own)
@@ -83,20 +89,32 @@ def get_writer() -> Writer:
         old = _writer
         _writer = _build()
         _writer_settings = s
-        if s.gc_freeze and not _frozen:
-            _frozen.append(True)
-            threading.Thread(target=_freeze_start_up, name="shadow-gc-freeze", daemon=True).start()
+        if not _started_up:
+            _started_up.append(True)
+            if s.gc_freeze:
+                _frozen.append(True)
+            threading.Thread(target=_after_start_up, args=(s.gc_freeze,), name="shadow-start-up", daemon=True).start()
         _hook_exit()
         if old is not None:
             _retire(old)
         return _writer
 
 
-def _freeze_start_up() -> None:
-    """What start-up made, out of the cyclic GC's reach (the ``gc.freeze`` recipe: collect, then freeze): without
-    it, each full collection during a burst walks every object of the process, about 3 us per call (issue 32)."""
-    gc.collect()
-    gc.freeze()
+def _after_start_up(freeze: bool) -> None:
+    """What waits until the first call is served (``FREEZE_AFTER``), in a thread of its own.
+
+    First the patterns ``import shadow`` leaves for first use are compiled (the phrase table and the scrubber's
+    words, about 30 ms): a caller's first error reading in cutover then finds them ready. Then, with ``gc_freeze``,
+    what start-up made leaves the cyclic GC's reach (the ``gc.freeze`` recipe: collect, then freeze): without it,
+    each full collection during a burst walks every object of the process, about 3 us per call (issue 32). A full
+    collection holds the GIL throughout (about 10 ms): started at once, it held up the first call, whose
+    ``Thread.start`` waits for the GIL after the thread has started. Compiling imports nothing: no fork guard."""
+    time.sleep(FREEZE_AFTER)
+    reading.warm()
+    scrub.warm()
+    if freeze:
+        gc.collect()
+        gc.freeze()
 
 
 def _freeze_loaded() -> None:

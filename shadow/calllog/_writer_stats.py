@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +14,9 @@ from shadow import _clock as clock
 from shadow._logs import get_logger
 
 log = get_logger("shadow.writer")
+
+#: The host's name, as ``socket.gethostname()`` gives it (``shadow._sessions.HOST``, which imports the writer).
+_HOST = (os.uname().nodename if hasattr(os, "uname") else __import__("socket").gethostname())[:255]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,7 @@ class StatsPublisher:
         self._last = stats
         values = asdict(stats)
         del values["pending"], values["reasons"]  # in-process only (the table's columns are the counters)
-        return {"process": str(os.getpid()), "host": socket.gethostname()[:255], **values,
+        return {"process": str(os.getpid()), "host": _HOST, **values,
                 "started_at": self.started_at, "updated_at": dt.datetime.now(dt.UTC)}
 
     def publish(self, store: object, run: Callable[[Callable[[], Any], float], None], stats: WriterStats, *,

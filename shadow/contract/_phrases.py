@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from shadow.contract._codes import Code
@@ -13,14 +13,22 @@ from shadow.contract._codes import Code
 class Phrase:
     """One row: a pattern searched in the masked error text, the code it means, why, and a remedy draft."""
 
-    pattern: re.Pattern[str]
+    source: str
     code: Code
     reason: str
     remedy: str
+    _compiled: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """``source`` compiled on first use: the table took ``import shadow`` about 40 ms, and a text is read row by
+        row. Compiling imports nothing, so any thread may do it (two at once make the same pattern)."""
+        if (found := self._compiled) is None:
+            object.__setattr__(self, "_compiled", found := re.compile(self.source, re.IGNORECASE | re.MULTILINE))
+        return found
 
 
-def _p(pattern: str, code: Code, reason: str, remedy: str) -> Phrase:
-    return Phrase(re.compile(pattern, re.IGNORECASE | re.MULTILINE), code, reason, remedy)
+_p = Phrase
 
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION

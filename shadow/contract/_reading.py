@@ -28,6 +28,12 @@ _NO_RETRY = re.compile(
     r"\bnot (?:safe|idempotent) to (?:retry|repeat)\b|\bretrying (?:may|might|could|would|will)\b", re.IGNORECASE)
 
 
+def warm() -> None:
+    """Compile every row of the phrase table now (each compiles on first use otherwise)."""
+    for phrase in PHRASES:
+        _ = phrase.pattern
+
+
 def reading(text: str) -> tuple[Phrase, str] | None:
     """The phrase ``text`` reads as (``propose``) and the words in it that matched, or ``None``."""
     phrase = propose(text)

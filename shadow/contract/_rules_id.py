@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
+
+from shadow import _lazy
 
 if TYPE_CHECKING:
     from shadow.contract._rule import ExceptionRule, ResultRule
@@ -33,8 +35,19 @@ def fingerprint(exception_rules: Sequence[ExceptionRule], result_rules: Sequence
     return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:LENGTH]
 
 
+@functools.cache
 def _version() -> str:
-    """The installed release of shadow (its built-in rules are that release's)."""
+    """The installed release of shadow (its built-in rules are that release's), read once.
+
+    ``importlib.metadata`` costs ``import shadow`` about 17 ms (``email``, ``zipfile``, ``socket``), so it is read
+    on first use: by the writer's thread when it builds the first record, so under the fork guard (``_lazy``), as
+    reading the metadata imports more (``email.parser``) as it goes."""
+    return _lazy.guarded(_installed_version)
+
+
+def _installed_version() -> str:
+    from importlib import metadata  # here, under the fork guard: never part of ``import shadow``
+
     try:
         return metadata.version("shadow-errors")
     except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
 from shadow import _lazy as preload
@@ -87,6 +86,8 @@ def build_schema() -> dict[str, Any]:
 @functools.cache
 def schema() -> dict[str, Any]:
     """The schema shipped inside the package."""
+    from importlib import resources  # here: ``import shadow`` needs none of it
+
     text = resources.files("shadow.contract").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
@@ -95,11 +96,12 @@ def schema() -> dict[str, Any]:
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
     """jsonschema's validator of the schema: jsonschema is imported here, when a payload is first checked (in the
-    writer's thread, under the fork guard of ``shadow._lazy``), not by ``import shadow``."""
+    writer's thread, under the fork guard of ``shadow._lazy``), not by ``import shadow``. Reading the shipped
+    schema imports as it goes (``importlib.resources`` and its readers), so under the guard too."""
     preload.load("jsonschema")
     import jsonschema
 
-    return jsonschema.Draft202012Validator(schema())
+    return preload.guarded(lambda: jsonschema.Draft202012Validator(schema()))
 
 
 def validate(payload: object) -> None:

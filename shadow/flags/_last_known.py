@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +94,9 @@ def write(path: Path, key: str, states: dict[str, FlagState], killed: bool) -> N
     }, separators=(",", ":")).encode("utf-8")
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # created 0600
+    # created 0600 and exclusively, as ``tempfile.mkstemp`` would (that module is no part of ``import shadow``)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(body)

@@ -7,10 +7,10 @@ import inspect
 import sys
 import types
 import typing
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Final
 
+from shadow._ids import random_hex
 from shadow.contract._author import SHOWN_EXCEPTIONS as _SHOWN
 
 #: A framework's model-facing exceptions by qualified name (the contract's list): their text is the author's.
@@ -159,7 +159,7 @@ def _mcp_session(session: Any, protocol_version: str | None, meta: Any) -> str |
     state = getattr(connection, "state", None)
     if not isinstance(state, dict):
         return None
-    return str(state.setdefault("shadow.session", f"mcp-{uuid.uuid4().hex}"))
+    return str(state.setdefault("shadow.session", f"mcp-{random_hex()}"))
 
 
 def _fastmcp() -> str | None:

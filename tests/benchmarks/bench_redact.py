@@ -29,7 +29,7 @@ SMALL_DICT = {"title": "task 7", "due_date": "2025-03-14", "tags": ["a", "b"], "
 
 
 def _one_regex() -> re.Pattern[str]:
-    parts = [scrub._KEY_BLOCK.pattern, scrub._URL_CREDENTIALS.pattern, scrub._AT_WORD.pattern,
+    parts = [scrub._KEY_BLOCK.pattern, scrub._URL_CREDENTIALS.pattern, scrub._AT_WORD_SOURCE,
              *(rf"\b(?:{rx})" for _starts, rx in scrub._STARTING), *(rx.pattern for _need, rx in scrub._INSIDE)]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL | re.IGNORECASE)
 
