@@ -85,7 +85,7 @@ _FORK_MID_IMPORT = textwrap.dedent('''
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("module", ["importlib.metadata", "email.parser"])
+@pytest.mark.parametrize("module", ["importlib.metadata", "sqlalchemy"])
 def test_a_child_forked_while_the_writer_thread_imports_what_import_shadow_deferred_stores_its_calls(
         tmp_path: Path, module: str) -> None:
     done = subprocess.run([sys.executable, "-c", _FORK_MID_IMPORT, module], env=_env(tmp_path, SHADOW_FLAGS="*=shadow"),
@@ -167,5 +167,5 @@ def test_every_module_a_background_thread_of_shadow_imports_first_is_imported_un
     first: dict[str, list[object]] = json.loads(done.stdout.strip().splitlines()[-1])
     background = {name: guarded for name, (thread, guarded) in first.items() if str(thread).startswith("shadow-")}
     assert "sqlalchemy" in background  # the probe saw the writer's imports
-    assert {"importlib.metadata", "ctypes"} <= set(background)  # the rules' fingerprint; the watchdog's give-up
+    assert "ctypes" in background  # the watchdog's give-up
     assert [name for name, guarded in background.items() if not guarded] == []

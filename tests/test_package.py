@@ -95,3 +95,11 @@ def test_each_example_in_a_commands_help_is_shown_on_its_own_line() -> None:
         for line in shown.splitlines():  # click rewraps a paragraph unless it is marked to keep its lines
             if "Example:" in line:
                 assert line.strip().startswith("Example:"), f"shadow {' '.join(path)}: {line}"
+
+
+def test_the_version_the_rules_fingerprint_reads_is_the_packaged_version() -> None:
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert shadow.__version__ == pyproject["project"]["version"]

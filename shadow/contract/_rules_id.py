@@ -9,8 +9,6 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from shadow import _lazy
-
 if TYPE_CHECKING:
     from shadow.contract._rule import ExceptionRule, ResultRule
 
@@ -37,21 +35,12 @@ def fingerprint(exception_rules: Sequence[ExceptionRule], result_rules: Sequence
 
 @functools.cache
 def _version() -> str:
-    """The installed release of shadow (its built-in rules are that release's), read once.
+    """The release of shadow (its built-in rules are that release's): ``shadow.__version__``, which a test keeps
+    equal to the packaged version. Never ``importlib.metadata``: that imports ``email``, ``zipfile`` and more as it
+    reads, on the writer's thread, where an import held across a ``fork`` could hang the child's writer."""
+    from shadow import __version__  # the package is imported by then: no import happens here
 
-    ``importlib.metadata`` costs ``import shadow`` about 17 ms (``email``, ``zipfile``, ``socket``), so it is read
-    on first use: by the writer's thread when it builds the first record, so under the fork guard (``_lazy``), as
-    reading the metadata imports more (``email.parser``) as it goes."""
-    return _lazy.guarded(_installed_version)
-
-
-def _installed_version() -> str:
-    from importlib import metadata  # here, under the fork guard: never part of ``import shadow``
-
-    try:
-        return metadata.version("shadow-errors")
-    except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
-        return "unknown"
+    return __version__
 
 
 def _exception_rule(rule: ExceptionRule) -> list[Any]:
