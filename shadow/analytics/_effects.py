@@ -90,9 +90,9 @@ def savings(comparison: Comparison, *, tasks: int, calls: int, errors_in_split_t
                        round_trips_saved_ci_low=None, round_trips_saved_ci_high=None,
                        seconds_saved_per_1000_tasks=None, tokens_saved_per_1000_tasks=None, message=why)
     k = per_task * 1000
-    saved = -t.difference * per_task
-    low = None if t.ci_high is None else -t.ci_high * k
-    high = None if t.ci_low is None else -t.ci_low * k
+    saved = -t.difference * per_task + 0.0  # + 0.0: no difference reads "0", never "-0"
+    low = None if t.ci_high is None else -t.ci_high * k + 0.0
+    high = None if t.ci_low is None else -t.ci_low * k + 0.0
     seconds = saved * 1000 * median_latency_us / 1e6 if median_latency_us else None
     tokens = saved * 1000 * tokens_rt if tokens_rt else None
     ci = "" if low is None or high is None else f" (95% {low:,.0f} to {high:,.0f})"

@@ -113,10 +113,10 @@ class Inventory:
     def summary(self) -> str:
         """The one-line summary: distinct error sites, proposed codes, unplaced sites."""
         codes = f" ({', '.join(self.codes)})" if self.codes else ""
-        line = (f"{len(self.sites)} distinct error sites in {len(self.tools)} tools, "
-                f"{len(self.codes)} proposed codes{codes}, {len(self.unplaced)} unplaced sites")
+        line = (f"{_count(len(self.sites), 'distinct error site')} in {_count(len(self.tools), 'tool')}, "
+                f"{_count(len(self.codes), 'proposed code')}{codes}, {_count(len(self.unplaced), 'unplaced site')}")
         if self.skipped:
-            line += f"; {len(self.skipped)} files skipped"
+            line += f"; {_count(len(self.skipped), 'file')} skipped"
         return line
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,3 +130,8 @@ class Inventory:
             "summary": {"tools": len(self.tools), "sites": len(self.sites), "codes": list(self.codes),
                         "unplaced": len(self.unplaced), "skipped": len(self.skipped), "text": self.summary()},
         }
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: "1 tool", "3 tools"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -133,7 +133,7 @@ def test_a_file_that_does_not_parse_is_reported_and_skipped(tmp_path: Path, foun
     assert [(Path(s.file).name, s.line) for s in result.skipped] == [("broken.py", 1)]
     assert result.skipped[0].error.startswith("SyntaxError")
     assert len(result.sites) == len(found.sites)
-    assert result.summary().endswith("; 1 files skipped")
+    assert result.summary().endswith("; 1 file skipped")
     assert "skipped " in format_table(result)
 
 
