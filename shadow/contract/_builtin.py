@@ -7,7 +7,8 @@ from typing import Any, Final
 
 from shadow.contract._codes import Code
 from shadow.contract._dispatch import PHRASE_OF
-from shadow.contract._phrases import PHRASES, Phrase
+from shadow.contract._phrase import Phrase
+from shadow.contract._phrases import PHRASES
 from shadow.contract._reading import propose
 from shadow.contract._rule import ExceptionRule, ResultRule
 from shadow.contract._values import ValueMatch, error_text, looks_like_error, status_in, status_of

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from shadow.contract._phrases import Phrase
+from shadow.contract._phrase import Phrase
 from shadow.contract._reading import propose
 from shadow.contract._values import STATUS_SETS, error_text, looks_like_error, status_of
 

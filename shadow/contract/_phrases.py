@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Final
 
 from shadow.contract._codes import Code
-
-
-@dataclass(frozen=True, slots=True)
-class Phrase:
-    """One row: a pattern searched in the masked error text, the code it means, why, and a remedy draft."""
-
-    source: str
-    code: Code
-    reason: str
-    remedy: str
-    _compiled: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        """``source`` compiled on first use: the table took ``import shadow`` about 40 ms, and a text is read row by
-        row. Compiling imports nothing, so any thread may do it (two at once make the same pattern)."""
-        if (found := self._compiled) is None:
-            object.__setattr__(self, "_compiled", found := re.compile(self.source, re.IGNORECASE | re.MULTILINE))
-        return found
-
+from shadow.contract._phrase import Phrase
 
 _p = Phrase
 

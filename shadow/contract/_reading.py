@@ -10,7 +10,8 @@ import re
 
 from shadow.contract._codes import NextAction, defaults
 from shadow.contract._masking import MAX_READ, mask_locations
-from shadow.contract._phrases import PHRASES, Phrase
+from shadow.contract._phrase import Phrase
+from shadow.contract._phrases import PHRASES
 
 #: A wrapper's opening that says only "an error happened here" ("Error executing tool x:", "Query execution
 #: failed:", "Security violation:"): the meaning is in what follows, which is read first.

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -37,10 +38,10 @@ def fingerprint(exception_rules: Sequence[ExceptionRule], result_rules: Sequence
 def _version() -> str:
     """The release of shadow (its built-in rules are that release's): ``shadow.__version__``, which a test keeps
     equal to the packaged version. Never ``importlib.metadata``: that imports ``email``, ``zipfile`` and more as it
-    reads, on the writer's thread, where an import held across a ``fork`` could hang the child's writer."""
-    from shadow import __version__  # the package is imported by then: no import happens here
-
-    return __version__
+    reads, on the writer's thread, where an import held across a ``fork`` could hang the child's writer. The package
+    is imported before any of its modules (and read here at the first fingerprint, after it), so nothing is imported
+    here and no module depends on the package's front."""
+    return str(getattr(sys.modules["shadow"], "__version__", "unknown"))
 
 
 def _exception_rule(rule: ExceptionRule) -> list[Any]:
