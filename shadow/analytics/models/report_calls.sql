@@ -7,20 +7,27 @@
 --   unmapped_errors:      errors no rule mapped (they became internal_error); their share of errors tells a
 --                         team the tool is not ready to cut over.
 --   schema_invalid_calls: calls whose structured payload failed the published schema.
-SELECT
-    variant,
-    tool,
-    day,
-    GROUPING(day) = 0 AS by_day,
-    count(*) AS calls,
-    count(*) FILTER (WHERE outcome = 'error') AS errors,
-    count(*) FILTER (WHERE outcome = 'error' AND unmapped) AS unmapped_errors,
-    count(*) FILTER (WHERE NOT schema_valid) AS schema_invalid_calls
-FROM (
-    SELECT variant, tool, CAST(ts AS DATE) AS day, outcome, unmapped, schema_valid
+-- The calls are read once, into one row per arm, tool and day; both groupings are sums of those few rows (GROUPING
+-- SETS over the calls themselves ran on one thread, at about three times the cost).
+WITH fine AS (
+    SELECT
+        variant,
+        tool,
+        CAST(ts AS DATE) AS day,
+        count(*) AS calls,
+        count(*) FILTER (WHERE outcome = 'error') AS errors,
+        count(*) FILTER (WHERE outcome = 'error' AND unmapped) AS unmapped_errors,
+        count(*) FILTER (WHERE NOT schema_valid) AS schema_invalid_calls
     FROM calls
     WHERE ($tool IS NULL OR tool = $tool)
       AND ($since IS NULL OR ts >= $since)
       AND ($until IS NULL OR ts < $until)
-) AS filtered
+    GROUP BY variant, tool, CAST(ts AS DATE)
+)
+SELECT variant, tool, day,
+       GROUPING(day) = 0 AS by_day,
+       CAST(sum(calls) AS BIGINT) AS calls, CAST(sum(errors) AS BIGINT) AS errors,
+       CAST(sum(unmapped_errors) AS BIGINT) AS unmapped_errors,
+       CAST(sum(schema_invalid_calls) AS BIGINT) AS schema_invalid_calls
+FROM fine
 GROUP BY GROUPING SETS ((variant, tool), (variant, day))

@@ -34,19 +34,34 @@ per_session AS (
     FROM scoped
     GROUP BY scope, variant, session_id
 ),
+-- then per arm the sums of every follow-up at once: one pass over the sessions, unpivoted at the end (a row per
+-- session and follow-up was six times the rows to group)
+per_arm AS (
+    SELECT scope, variant, count(*) AS sessions, sum(e) AS errors, sum(e * e) AS sum_ee,
+           sum(h_repeat) AS hits_repeat, sum(h_repeat * h_repeat) AS hh_repeat, sum(e * h_repeat) AS eh_repeat,
+           sum(h_repair) AS hits_repair, sum(h_repair * h_repair) AS hh_repair, sum(e * h_repair) AS eh_repair,
+           sum(h_other_tool) AS hits_other_tool, sum(h_other_tool * h_other_tool) AS hh_other_tool,
+           sum(e * h_other_tool) AS eh_other_tool,
+           sum(h_user_turn) AS hits_user_turn, sum(h_user_turn * h_user_turn) AS hh_user_turn,
+           sum(e * h_user_turn) AS eh_user_turn,
+           sum(h_end) AS hits_end, sum(h_end * h_end) AS hh_end, sum(e * h_end) AS eh_end,
+           sum(h_nothing) AS hits_nothing, sum(h_nothing * h_nothing) AS hh_nothing, sum(e * h_nothing) AS eh_nothing
+    FROM per_session
+    GROUP BY scope, variant
+),
 kinds AS (
     SELECT unnest(['repeat', 'repair', 'other_tool', 'user_turn', 'end', 'nothing']) AS follow_up
-),
--- then one row per session and follow-up
-per_kind AS (
-    SELECT s.scope, s.variant, k.follow_up, s.e,
-           CASE k.follow_up WHEN 'repeat' THEN s.h_repeat WHEN 'repair' THEN s.h_repair
-                WHEN 'other_tool' THEN s.h_other_tool WHEN 'user_turn' THEN s.h_user_turn
-                WHEN 'end' THEN s.h_end ELSE s.h_nothing END AS h
-    FROM per_session AS s, kinds AS k
 )
-SELECT scope, variant, follow_up, count(*) AS sessions, sum(e) AS errors, sum(h) AS hits,
-       sum(e * e) AS sum_ee, sum(h * h) AS sum_hh, sum(e * h) AS sum_eh
-FROM per_kind
-GROUP BY ALL
+SELECT a.scope, a.variant, k.follow_up, a.sessions, a.errors,
+       CASE k.follow_up WHEN 'repeat' THEN a.hits_repeat WHEN 'repair' THEN a.hits_repair
+            WHEN 'other_tool' THEN a.hits_other_tool WHEN 'user_turn' THEN a.hits_user_turn
+            WHEN 'end' THEN a.hits_end ELSE a.hits_nothing END AS hits,
+       a.sum_ee,
+       CASE k.follow_up WHEN 'repeat' THEN a.hh_repeat WHEN 'repair' THEN a.hh_repair
+            WHEN 'other_tool' THEN a.hh_other_tool WHEN 'user_turn' THEN a.hh_user_turn
+            WHEN 'end' THEN a.hh_end ELSE a.hh_nothing END AS sum_hh,
+       CASE k.follow_up WHEN 'repeat' THEN a.eh_repeat WHEN 'repair' THEN a.eh_repair
+            WHEN 'other_tool' THEN a.eh_other_tool WHEN 'user_turn' THEN a.eh_user_turn
+            WHEN 'end' THEN a.eh_end ELSE a.eh_nothing END AS sum_eh
+FROM per_arm AS a, kinds AS k
 ORDER BY ALL
