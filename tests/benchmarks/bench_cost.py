@@ -274,7 +274,7 @@ def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
     writer = _writer._writer  # None at legacy: nothing was logged
     behind = writer.stats.pending if writer is not None else 0  # calls not yet stored when the application ended
     shadow.flush(600)
-    spooled = writer.stats.spooled if writer is not None else 0  # built and spooled by callers: the queue was full
+    spooled = writer.stats.spooled if writer is not None else 0  # with the store up: callers found the queue full
     return {"rate": rate, "behind": behind, "drain": time.monotonic() - end, "spooled": spooled}
 
 
@@ -448,8 +448,8 @@ def main() -> int:
             drain = statistics.median(r["drain"] for r in behind[label])
             spooled = max(r["spooled"] for r in behind[label])
             print(f"  {label}: {late:,.0f} calls not yet stored when the threads ended ({late / ns.thread_calls:.0%}), "
-                  f"stored {drain:.1f} s later, {spooled:,} spooled by callers: a writer that falls behind lends the application its GIL time only "
-                  "until the queue fills (then callers spool)")
+                  f"stored {drain:.1f} s later; {spooled:,} spooled (target: a small backlog, none spooled: a writer "
+                  "that falls behind lends the application GIL time only until its queue is full)")
     return 0
 
 
