@@ -20,7 +20,9 @@ structlog line's (``structlog_lean``) in the same burst; every call stored (``st
 
 Threads (``--threads T``, default 16; 0 skips): T threads calling a tool that sleeps 1 ms, with the flags at legacy
 and at shadow (SQLite), side by side (``--thread-pairs`` of each per round): the application's call rate. Target:
-shadow at least 90% of legacy.
+shadow at least 90% of legacy. Printed with it: how many calls were not yet stored when the threads ended, and how
+long storing them took after: a writer that falls behind leaves the application GIL time it will need later (once
+the queue is full, callers spool), so a rate is a steady one only when that backlog is small.
 
 Record build (``--build-calls N``, default 3,000; 0 skips): what the writer's ``build()`` of one record costs, a
 success against an error (the workload's repeated ``{"error": "Bad request"}``, and errors whose texts all differ),
@@ -265,9 +267,15 @@ def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
         w.start()
     for w in workers:
         w.join()
-    rate = calls / (time.monotonic() - t0)
+    end = time.monotonic()
+    rate = calls / (end - t0)
+    from shadow.calllog import _writer
+
+    writer = _writer._writer  # None at legacy: nothing was logged
+    behind = writer.stats.pending if writer is not None else 0  # calls not yet stored when the application ended
     shadow.flush(600)
-    return {"rate": rate}
+    spooled = writer.stats.spooled if writer is not None else 0  # with the store up: callers found the queue full
+    return {"rate": rate, "behind": behind, "drain": time.monotonic() - end, "spooled": spooled}
 
 
 def build_child(n: int) -> dict[str, Any]:
@@ -382,6 +390,7 @@ def main() -> int:
     if base is not None:
         modes.append(("base:shadow", "shadow", base))
     rates: dict[str, list[float]] = {label: [] for label, _, _ in modes}
+    behind: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in modes}
     builds: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in modes if label != "legacy"}
     for _ in range(ns.rounds):
         if ns.build_calls:
@@ -392,7 +401,9 @@ def main() -> int:
         if ns.threads:
             for _pair in range(ns.thread_pairs):
                 for label, mode, tree in modes:
-                    rates[label].append(run_threads(mode, ns.threads, ns.thread_calls, tree)["rate"])
+                    got = run_threads(mode, ns.threads, ns.thread_calls, tree)
+                    rates[label].append(got["rate"])
+                    behind[label].append(got)
     med = {a: {k: statistics.median(r[k] for r in rows) for k in ("cpu_us", "caller_us", "median_ns", "p99_ns")}
            for a, rows in results.items()}
     print(f"{ns.calls} calls (1 in 10 an error) back to back + final flush, median of {ns.rounds} rounds "
@@ -433,6 +444,12 @@ def main() -> int:
             print(f"{ns.threads} threads of a 1 ms tool, {ns.thread_calls} calls, SQLite, {len(got_rates)} runs: "
                   f"legacy {legacy:,.0f} calls/s, {label} {got:,.0f} calls/s: {got / legacy:.0%} (target: at least "
                   "90%)")
+            late = statistics.median(r["behind"] for r in behind[label])
+            drain = statistics.median(r["drain"] for r in behind[label])
+            spooled = max(r["spooled"] for r in behind[label])
+            print(f"  {label}: {late:,.0f} calls not yet stored when the threads ended ({late / ns.thread_calls:.0%}), "
+                  f"stored {drain:.1f} s later; {spooled:,} spooled (target: a small backlog, none spooled: a writer "
+                  "that falls behind lends the application GIL time only until its queue is full)")
     return 0
 
 
