@@ -45,4 +45,6 @@ def _interval(clusters: Sequence[stats.Cluster]) -> str:
     if found is None or sum(c.weight for c in with_errors) < 2:
         return ""
     rate, se, _ = found
-    return f" (95% CI {max(0.0, rate - stats.Z95 * se):.1%}-{min(1.0, rate + stats.Z95 * se):.1%})"
+    ci = stats.rate_interval(rate, se, sum(c.loops * c.weight for c in with_errors),
+                             sum(c.errors * c.weight for c in with_errors))
+    return f" (95% CI {ci.low:.1%}-{ci.high:.1%})"

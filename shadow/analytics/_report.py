@@ -91,7 +91,8 @@ def _arm(variant: str, calls: Mapping[str, Any] | None, err: Mapping[str, Any] |
         found = stats.ratio_se(with_errors)
         if found is not None and sessions > 1:
             rate, se, _ = found
-            clu = stats.Interval(max(0.0, rate - stats.Z95 * se), min(1.0, rate + stats.Z95 * se))
+            clu = stats.rate_interval(rate, se, sum(c.loops * c.weight for c in with_errors),
+                                      sum(c.errors * c.weight for c in with_errors))
     b2b = int(e.get("back_to_back_loops") or 0)
     justified = int(e.get("justified_retries") or 0)
     return ArmStats(

@@ -135,12 +135,22 @@ def ratio_se_from_sums(
 def cluster_interval(
     sessions: int, errors: int, loops: int, sum_ee: float, sum_ll: float, sum_el: float, z: float = Z95
 ) -> Interval | None:
-    """A 95% interval of the loop rate that respects clustering by session (rate ± z·se, clipped to [0, 1])."""
+    """A 95% interval of the loop rate that respects clustering by session (``rate_interval``)."""
     found = ratio_se_from_sums(sessions, errors, loops, sum_ee, sum_ll, sum_el)
     if found is None or sessions < 2:
         return None  # one session says nothing about the spread between sessions
     rate, se, _ = found
-    return Interval(max(0.0, rate - z * se), min(1.0, rate + z * se))
+    return rate_interval(rate, se, loops, errors, z)
+
+
+def rate_interval(rate: float, se: float, hits: float, errors: float, z: float = Z95) -> Interval:
+    """``rate ± z·se`` clipped to [0, 1]; when the sessions show no spread at all (``se`` 0: every session at the
+    same rate, as when no session looped), the Wilson interval of ``hits / errors`` instead. A zero-width interval
+    ("0.0%-0.0%") would claim a certainty the counts do not give: 0 loops in 60 errors still allows about 6%."""
+    if se > 1e-12:
+        return Interval(max(0.0, rate - z * se), min(1.0, rate + z * se))
+    found = wilson(round(hits), round(errors), z) if errors >= 1 else None
+    return found if found is not None else Interval(rate, rate)
 
 
 def _rng(seed: int) -> np.random.Generator:

@@ -151,3 +151,22 @@ def test_sessions_with_errors_in_both_arms_are_one_cluster() -> None:
     assert result.sessions_a == result.sessions_b == 80
     assert result.difference == pytest.approx(0 / 160 - 80 / 120)
     assert result.verdict == "structured_lower"
+
+
+def test_an_interval_over_sessions_that_all_share_one_rate_is_wilsons_not_a_point() -> None:
+    # 60 sessions with one error each and no loop: the cluster-robust spread is 0, and "0.0%-0.0%" would claim a
+    # certainty that 60 errors do not give; the interval falls back to the Wilson interval of 0 / 60
+    interval = stats.cluster_interval(60, 60, 0, 60.0, 0.0, 0.0)
+    assert interval == stats.wilson(0, 60)
+    assert interval is not None and interval.low == 0.0 and 0.05 < interval.high < 0.07
+    every_session_looped = stats.cluster_interval(40, 80, 80, 160.0, 160.0, 160.0)
+    assert every_session_looped == stats.wilson(80, 80) and every_session_looped.high == 1.0
+    assert every_session_looped.low < 0.96
+
+
+def test_an_interval_over_sessions_that_differ_stays_cluster_robust() -> None:
+    sums = (3, 6, 3, 14.0, 5.0, 8.0)  # sessions (1 error, 0 loops), (2, 1), (3, 2)
+    rate, se, _ = stats.ratio_se_from_sums(*sums) or (0.0, 0.0, 0)
+    assert se > 0
+    assert stats.cluster_interval(*sums) == stats.Interval(max(0.0, rate - stats.Z95 * se),
+                                                           min(1.0, rate + stats.Z95 * se))
