@@ -40,11 +40,5 @@ def give_up(kind: Quit, scope: str, shapes: Sequence[Shape], opts: Mapping[str, 
 
 def _interval(clusters: Sequence[stats.Cluster]) -> str:
     """`` (95% CI low-high)`` of one arm's share, sessions as clusters; empty when it cannot be estimated."""
-    with_errors = [c for c in clusters if c.errors > 0]
-    found = stats.ratio_se(with_errors)
-    if found is None or sum(c.weight for c in with_errors) < 2:
-        return ""
-    rate, se, _ = found
-    ci = stats.rate_interval(rate, se, sum(c.loops * c.weight for c in with_errors),
-                             sum(c.errors * c.weight for c in with_errors))
-    return f" (95% CI {ci.low:.1%}-{ci.high:.1%})"
+    ci = stats.clusters_interval(clusters)
+    return "" if ci is None else f" (95% CI {ci.low:.1%}-{ci.high:.1%})"

@@ -86,13 +86,8 @@ def _arm(variant: str, calls: Mapping[str, Any] | None, err: Mapping[str, Any] |
         clu = stats.cluster_interval(sessions, errors, loops, float(sums["sum_ee"]), float(sums["sum_ll"]),
                                      float(sums["sum_el"]))
     elif clusters is not None:
-        with_errors = [c for c in clusters if c.errors > 0]
-        sessions = sum(c.weight for c in with_errors)
-        found = stats.ratio_se(with_errors)
-        if found is not None and sessions > 1:
-            rate, se, _ = found
-            clu = stats.rate_interval(rate, se, sum(c.loops * c.weight for c in with_errors),
-                                      sum(c.errors * c.weight for c in with_errors))
+        sessions = sum(c.weight for c in clusters if c.errors > 0)
+        clu = stats.clusters_interval(clusters)
     b2b = int(e.get("back_to_back_loops") or 0)
     justified = int(e.get("justified_retries") or 0)
     return ArmStats(

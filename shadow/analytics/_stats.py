@@ -143,6 +143,17 @@ def cluster_interval(
     return rate_interval(rate, se, loops, errors, z)
 
 
+def clusters_interval(clusters: Iterable[Cluster], z: float = Z95) -> Interval | None:
+    """``cluster_interval`` of per-session clusters: None without errors in at least two sessions."""
+    with_errors = [c for c in clusters if c.errors > 0]
+    found = ratio_se(with_errors)
+    if found is None or sum(c.weight for c in with_errors) < 2:
+        return None
+    rate, se, _ = found
+    return rate_interval(rate, se, sum(c.loops * c.weight for c in with_errors),
+                         sum(c.errors * c.weight for c in with_errors), z)
+
+
 def rate_interval(rate: float, se: float, hits: float, errors: float, z: float = Z95) -> Interval:
     """``rate ± z·se`` clipped to [0, 1]; when the sessions show no spread at all (``se`` 0: every session at the
     same rate, as when no session looped), the Wilson interval of ``hits / errors`` instead. A zero-width interval
