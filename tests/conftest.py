@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import uuid
@@ -34,6 +35,18 @@ def _fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     config.reset()
     structlog.reset_defaults()  # capture_logs() leaves structlog "configured", which reroutes shadow's events
+    _reset_shadow_logger()
+
+
+def _reset_shadow_logger() -> None:
+    """Undo ``_logs.setup_cli`` (an in-process ``shadow`` command): its handler, its level and ``propagate = False``
+    would hide shadow's events from ``caplog`` in every later test of the same process."""
+    logger = logging.getLogger("shadow")
+    for handler in list(logger.handlers):
+        if getattr(handler, "_shadow_cli", False):
+            logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
+    logger.propagate = True
 
 
 @pytest.fixture
