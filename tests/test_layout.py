@@ -180,4 +180,5 @@ def test_ci_runs_the_readmes_test_command_verbatim_and_it_puts_back_every_marked
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     command = ci[-1]
     assert f"```sh\n{command}\n```" in readme
-    assert command.endswith("python3 -m pytest -m ''")  # the default run leaves out slow and spark tests
+    # the default run leaves out slow and spark tests; two workers, a module's tests in one of them (its fixtures)
+    assert command.endswith("python3 -m pytest -m '' -n 2 --dist loadfile")

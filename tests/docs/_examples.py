@@ -31,7 +31,7 @@ _RUN_LINE = re.compile(r"^# (?P<env>(?:\w+=\S+ )*)python3? (?P<file>[\w/.-]+\.py
 #: An installation from the checkout (a whole line, or the step before ``&&``): its extras are checked against
 #: pyproject.toml, and it is not run (installing is the test run's own first step).
 _INSTALL = re.compile(r"^python3 -m pip install -e '\.\[(?P<extras>[\w,-]+)\]'(?: && |\n|$)", re.M)
-CI_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest -m ''"
+CI_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest -m '' -n 2 --dist loadfile"
 
 
 @dataclass(frozen=True)
