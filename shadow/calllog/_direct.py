@@ -22,7 +22,7 @@ from shadow import _sessions as sessions
 from shadow._fingerprint import safe_name
 from shadow._ids import new_id
 from shadow.calllog import _plain as plain
-from shadow.calllog._records import MAX_ROWS, ROWS, ROWS_WANTED, CallRecord, new_call_record
+from shadow.calllog._records import CallRecord, CallRow, new_call_record, new_call_row
 from shadow.contract._builtin import RESULT_RULES
 from shadow.contract._guard import Outcome
 from shadow.contract._schema import is_valid
@@ -113,20 +113,23 @@ def default_results(spec: Any) -> bool:
 
 
 def record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_payload: int,
-           outcome: Outcome | None, classify: Callable[[], Outcome] | None) -> CallRecord | None:
+           outcome: Outcome | None, classify: Callable[[], Outcome] | None,
+           as_row: bool = False) -> CallRecord | CallRow | None:
     """The record of ``call`` (a ``PendingCall`` that returned a value), or ``None`` for the general path.
 
     ``outcome`` is the payload made on the caller's side (cutover), else ``classify`` reads the value (the rules);
-    with neither, the value must be one no default rule can call an error.
+    with neither, the value must be one no default rule can call an error. ``as_row``: the record as the
+    ``CallRow`` a store that takes rows inserts (each value encoded once, none decoded again).
     """
     try:
-        return _record(spec, call, arguments, max_args, max_payload, outcome, classify)
+        return _record(spec, call, arguments, max_args, max_payload, outcome, classify, as_row)
     except (RuntimeError, TypeError, ValueError):  # a value changed by its caller meanwhile: the general path
         return None
 
 
 def _record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_payload: int,
-            outcome: Outcome | None, classify: Callable[[], Outcome] | None) -> CallRecord | None:
+            outcome: Outcome | None, classify: Callable[[], Outcome] | None,
+            as_row: bool) -> CallRecord | CallRow | None:
     value = call.value
     if not (_clean(arguments) and _clean(value)):
         return None
@@ -160,43 +163,39 @@ def _record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_
             return None
     if found is None and (outcome is not None or classify is not None):
         return None
-    legacy = _loads(value_json)
     if found is None:
-        payload_json = b'{"ok":true,"data":%b}' % value_json
         if value_size + 24 > max_payload:
             return None
-        new_payload: Any = {"ok": True, "data": legacy}  # as the general path: the data is the legacy copy
+        payload_json = b'{"ok":true,"data":%b}' % value_json
         code = retryable = next_action = retry_after = field = rule = None
         unmapped, schema_valid = False, True
     else:
         payload_json = found.payload
         if len(payload_json) > max_payload:
             return None
-        new_payload = _loads(payload_json)
         code, retryable, next_action = found.code, found.retryable, found.next_action
         retry_after, field, rule = found.retry_after_ms, found.error_field, found.rule
         unmapped, schema_valid = found.unmapped, found.schema_valid
     tool = _tool(spec)
-    args = _loads(args_json)
-    hashes = plain.argument_hashes(args)
+    args = _loads(args_json)  # fingerprinted as encoded (a caller may change its own values meanwhile)
+    hashes, fingerprint = plain.argument_hashes(args), plain.fingerprint(args)
     record_id, session_id, ts = new_id(), _session(call.session_id), _from_ns(call.started_ns / 1e9, _UTC)
-    fingerprint, latency = plain.fingerprint(args), call.latency_ns // 1000
-    outcome_text = "ok" if code is None else "error"
+    latency, outcome_text = call.latency_ns // 1000, "ok" if code is None else "error"
     mode, variant, process = call.mode._value_, call.variant._value_, pid()
-    made = new_call_record(
-        id=record_id, session_id=session_id, seq=call.seq, ts=ts, tool=tool[1], mode=mode, variant=variant,
-        fingerprint=fingerprint, arg_hashes=hashes, args=args, outcome=outcome_text, legacy_payload=legacy,
-        new_payload=new_payload, code=code, retryable=retryable, next_action=next_action, retry_after_ms=retry_after,
-        error_field=field, rule=rule, unmapped=unmapped, schema_valid=schema_valid, latency_us=latency,
-        process=process, host=sessions.HOST, source=spec.source, epoch=call.epoch, flag_source=call.flag_source,
-        rules_fingerprint=tool[2],
-    )
-    if ROWS_WANTED:
-        if len(ROWS) >= MAX_ROWS:
-            ROWS.clear()
-        ROWS[id(made)] = [
+    if as_row:
+        return new_call_row(values=(
             record_id, session_id, call.seq, ts, tool[1], mode, variant, fingerprint, _dumps(hashes).decode(),
             args_json.decode(), outcome_text, value_json.decode(), payload_json.decode(), code, retryable,
             next_action, retry_after, field, rule, unmapped, schema_valid, latency, process, sessions.HOST,
-            spec.source, call.epoch, call.flag_source, tool[2]]
-    return made
+            spec.source, call.epoch, call.flag_source, tool[2]))
+    legacy = _loads(value_json)
+    # as the general path: a success's data is the legacy copy
+    new_payload: Any = {"ok": True, "data": legacy} if found is None else _loads(payload_json)
+    return new_call_record(
+        id=record_id, session_id=session_id, seq=call.seq, ts=ts, tool=tool[1], mode=mode, variant=variant,
+        fingerprint=fingerprint, arg_hashes=hashes, args=args, outcome=outcome_text,
+        legacy_payload=legacy, new_payload=new_payload, code=code, retryable=retryable, next_action=next_action,
+        retry_after_ms=retry_after, error_field=field, rule=rule, unmapped=unmapped, schema_valid=schema_valid,
+        latency_us=latency, process=process, host=sessions.HOST, source=spec.source, epoch=call.epoch,
+        flag_source=call.flag_source, rules_fingerprint=tool[2],
+    )

@@ -18,7 +18,7 @@ from shadow._logs import get_logger
 from shadow._redact import JSONValue, cap, redact_values, scrub_text, secret_values, to_jsonable
 from shadow.calllog import _direct as direct
 from shadow.calllog import _plain as plain
-from shadow.calllog._records import CallRecord, new_call_record
+from shadow.calllog._records import CallRecord, CallRow, new_call_record
 from shadow.contract._guard import Outcome, outcome_of_exception, outcome_of_value
 from shadow.contract._rules import Rules
 from shadow.contract._schema import is_valid
@@ -99,8 +99,13 @@ class PendingCall:
         Whatever the tool's values raise (``KeyboardInterrupt`` from a ``__str__``, ``GeneratorExit`` from an
         ``items()``: ``_hostile``) costs the part it spoils; past the parts, a record without any of the values.
         """
+        return self.build_row(as_row=False)  # type: ignore[return-value]
+
+    def build_row(self, *, as_row: bool = True) -> CallRecord | CallRow:
+        """``build()`` for a store that takes rows: a plain call's record as its ``CallRow``, any other call's as
+        its ``CallRecord``."""
         try:
-            return self._build()
+            return self._build(as_row)
         except BaseException as exc:
             if not hostile.swallowed(exc):
                 raise
@@ -120,14 +125,14 @@ class PendingCall:
             epoch=self.epoch, flag_source=self.flag_source,
         )
 
-    def _build(self) -> CallRecord:
+    def _build(self, as_row: bool) -> CallRecord | CallRow:
         limits = settings()
         arguments = guarded(self._arguments, {})
         # a framework's control flow (an interrupt, a deferral) is no outcome of the tool; the proxy's upstream
         # JSON-RPC errors are (they are the upstream server's answers, translated by its rules)
         cancelled = self.exc is not None and (not isinstance(self.exc, Exception) or (
             self.spec.source != "proxy" and channels.passes_through(self.exc)))
-        fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes)
+        fast = None if cancelled else self._fast(arguments, limits.max_args_bytes, limits.max_payload_bytes, as_row)
         if fast is not None:
             return fast
         outcome = None if cancelled else self.outcome or guarded(self._outcome, None)
@@ -168,7 +173,8 @@ class PendingCall:
             epoch=self.epoch, flag_source=self.flag_source, rules_fingerprint=self.spec.rules.fingerprint,
         )
 
-    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int) -> CallRecord | None:
+    def _fast(self, arguments: dict[str, Any], max_args: int, max_payload: int,
+              as_row: bool) -> CallRecord | CallRow | None:
         """The record of a call that returned plain JSON data, built in one pass (``_direct``): a success no rule
         can call an error, a structured payload already made (cutover), or the rules' reading of the value (an
         error value, read once per distinct value); None when anything is not plain (the general path then)."""
@@ -178,7 +184,7 @@ class PendingCall:
         classify = None
         if outcome is None and (not direct.default_results(self.spec) or not plain.never_an_error(self.value)):
             classify = self._outcome
-        return direct.record(self.spec, self, arguments, max_args, max_payload, outcome, classify)
+        return direct.record(self.spec, self, arguments, max_args, max_payload, outcome, classify, as_row)
 
     def _arguments(self) -> dict[str, Any]:
         signature = self.spec.signature

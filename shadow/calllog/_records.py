@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from shadow._redact import JSONValue
 
 
@@ -98,11 +100,47 @@ def _slot_constructor(cls: type[Any]) -> Callable[..., Any]:
 new_call_record: Final[Callable[..., CallRecord]] = _slot_constructor(CallRecord)
 
 
-#: Rows ready for an insert (``calls``' columns in order, JSON as text, ``ts`` still a datetime), by the ``id()`` of
-#: the record they store (a row whose first column is not that record's id is another's: ``id()`` values are reused):
-#: ``_direct`` encodes each value of a plain call once, and the SQLite insert (``_store._Insert``, which pops them)
-#: takes that text as it is. Filled only once such a store says it takes them (``ROWS_WANTED`` not empty); bounded
-#: (cleared when full: a row not found is made from its record).
-ROWS: Final[dict[int, list[Any]]] = {}
-ROWS_WANTED: Final[list[bool]] = []
-MAX_ROWS: Final = 8192
+#: The ``calls`` columns a ``CallRow`` holds as JSON text, by position.
+_JSON_AT: Final = tuple(i for i, name in enumerate(_CALL_FIELDS)
+                        if name in ("arg_hashes", "args", "legacy_payload", "new_payload"))
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """A plain call's record as the row a store inserts: ``calls``' columns in order, JSON columns as JSON text.
+
+    The writer builds these instead of ``CallRecord``s for a store that takes rows (``takes_rows``: ``SqlStore``
+    on SQLite), so each value is encoded once and no decoded copy is made for nobody; ``record()`` gives the
+    ``CallRecord`` when one is wanted after all (a spool, a record set aside).
+    """
+
+    values: tuple[Any, ...]
+
+    @property
+    def id(self) -> str:
+        return self.values[0]  # type: ignore[no-any-return]
+
+    @property
+    def session_id(self) -> str:
+        return self.values[1]  # type: ignore[no-any-return]
+
+    def record(self) -> CallRecord:
+        """The same call as a ``CallRecord`` (its JSON columns decoded)."""
+        values = list(self.values)
+        for at in _JSON_AT:
+            text = values[at]
+            values[at] = None if text is None else orjson.loads(text)
+        return new_call_record(**dict(zip(_CALL_FIELDS, values, strict=True)))
+
+
+#: What a writer's batch holds: records, and rows for a store that takes them.
+Built = CallRecord | CallRow | MarkRecord
+
+
+def as_record(item: Built) -> Record:
+    """``item`` as a ``Record``: a ``CallRow``'s ``CallRecord``, anything else as it is."""
+    return item.record() if isinstance(item, CallRow) else item
+
+
+#: ``CallRow(values)`` without the frozen dataclass's per-field ``object.__setattr__``.
+new_call_row: Final[Callable[..., CallRow]] = _slot_constructor(CallRow)

@@ -24,7 +24,7 @@ from typing import Final
 import orjson
 
 from shadow._logs import get_logger
-from shadow.calllog._records import Record
+from shadow.calllog._records import Built, Record
 from shadow.calllog._spool_lines import decode, encode
 
 fcntl: ModuleType | None
@@ -251,7 +251,7 @@ class Spool:
     def _aside_name(self) -> Path:
         return self.directory / f"{self.prefix}.{os.getpid()}-{secrets.token_hex(4)}.spool"
 
-    def append(self, records: Sequence[Record], *, sync: bool = True) -> bool:
+    def append(self, records: Sequence[Built], *, sync: bool = True) -> bool:
         """Append ``records`` (and fsync unless ``sync`` is false); False (nothing written) past ``max_bytes``.
 
         Raises ``OSError`` when the file cannot be written; a partial write is cut off again.
@@ -284,7 +284,7 @@ class Spool:
                 os.fsync(self._fd)
             self._dirty = False
 
-    def reject(self, record: Record, reason: str) -> Path:
+    def reject(self, record: Built, reason: str) -> Path:
         """Keep a record the store can never accept apart, with the reason (``<prefix>.rejected.jsonl``)."""
         path = self.directory / f"{self.prefix}.rejected.jsonl"
         line = orjson.dumps({"reason": reason[:500], "record": orjson.loads(encode(record))})

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import orjson
 
-from shadow.calllog._records import CallRecord, MarkRecord, Record
+from shadow.calllog._records import Built, CallRecord, MarkRecord, Record, as_record
 
 __all__ = ["decode", "encode"]
 
@@ -17,8 +17,9 @@ _KINDS: Final[dict[str, type[CallRecord] | type[MarkRecord]]] = {"call": CallRec
 _NAMES: Final = {cls: frozenset(f.name for f in dataclasses.fields(cls)) for cls in (CallRecord, MarkRecord)}
 
 
-def encode(record: Record) -> bytes:
-    """One JSON line for ``record`` (datetimes as ISO 8601 with offset)."""
+def encode(built: Built) -> bytes:
+    """One JSON line for ``built`` (a ``CallRow`` as its record; datetimes as ISO 8601 with offset)."""
+    record = as_record(built)
     row = record.to_row()
     row["ts"] = row["ts"].isoformat()
     kind = "call" if isinstance(record, CallRecord) else "mark"

@@ -15,7 +15,7 @@ from shadow._clock import utc
 from shadow.calllog import _plain as plain
 from shadow.calllog import _sqlite as light
 from shadow.calllog._outage import StoreUnavailable
-from shadow.calllog._records import _CALL_FIELDS, ROWS, ROWS_WANTED, CallRecord, MarkRecord, Record
+from shadow.calllog._records import _CALL_FIELDS, Built, CallRecord, CallRow, MarkRecord, Record, as_record
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, Table
@@ -99,37 +99,34 @@ class _Insert:
         exec(f"def row(r):\n    return ({values},)\n", namespace)
         self.row: Callable[[Record], tuple[Any, ...]] = namespace["row"]
         self.bulk_sql = _bulk_sql(table, fields, json) if backend == "postgresql" else None
-        # rows of records built in one pass (``_direct``: ``ROWS``), their JSON encoded once there: taken as they are
-        self.ready = record_type is CallRecord and backend == "sqlite" and tuple(fields) == _CALL_FIELDS
-        if self.ready:
-            ROWS_WANTED.append(True)
+        if record_type is CallRecord and tuple(fields) != _CALL_FIELDS:  # a CallRow's values are in this order
+            raise RuntimeError(f"CallRecord fields and CallRow values differ in order: {fields}")
 
-    def statement(self, records: Sequence[Record]) -> tuple[str, Any]:
+    def statement(self, records: Sequence[Built]) -> tuple[str, Any]:
         """The statement and its parameters: on PostgreSQL, when JSON carries the batch exactly, one document
         (orjson encodes the records in one call, the server reads them with ``json_to_recordset``); else one
         tuple per record for ``executemany``."""
         if self.bulk_sql is not None:
+            records = [as_record(record) for record in records]
             try:
                 text = orjson.dumps(records, option=orjson.OPT_NAIVE_UTC).decode()
             except TypeError:  # an integer past 64 bits: the driver's path, as json.dumps stores it
                 text = None
             if text is not None and "\\u0000" not in text:  # NUL: json columns take it, json_to_recordset not
                 return self.bulk_sql, (text,)
-        if self.ready:
-            return self.sql, self._rows(records)
-        return self.sql, [self.row(record) for record in records]
+        return self.sql, self._rows(records)
 
-    def _rows(self, records: Sequence[Record]) -> list[Sequence[Any]]:
-        """Each record's row: the one ``_direct`` made with it when there is one, else made here."""
-        ready, row, to_time = ROWS, self.row, self.to_time
-        rows: list[Sequence[Any]] = []
+    def _rows(self, records: Sequence[Built]) -> list[tuple[Any, ...]]:
+        """Each record's row: a ``CallRow``'s values as they are (JSON encoded once, by ``_direct``), the time in
+        the backend's form; a record's made here."""
+        row, to_time = self.row, self.to_time
+        rows: list[tuple[Any, ...]] = []
         for record in records:
-            values = ready.pop(id(record), None)
-            if values is not None and values[0] == record.id:
-                values[3] = to_time(values[3])  # ts
-                rows.append(tuple(values))
+            if type(record) is CallRow:
+                values = record.values
+                rows.append((values[0], values[1], values[2], to_time(values[3]), *values[4:]))
             else:
-                rows.append(row(record))
+                rows.append(row(record))  # type: ignore[arg-type]
         return rows
 
 
@@ -169,6 +166,9 @@ class SqlStore:
             )
         self.backend = backend
         self.lock_timeout = lock_timeout
+        #: the writer hands this store a plain call's row (``CallRow``) rather than its ``CallRecord``: SQLite
+        #: inserts the row's text as it is; PostgreSQL's insert (one JSON document of records) does not use it
+        self.takes_rows = backend == "sqlite"
         self._ensured = False
         self._inserts: tuple[_Insert, _Insert] | None = None
 
@@ -208,14 +208,14 @@ class SqlStore:
             migrate.ensure(self.url)
             self._ensured = True
 
-    def write(self, records: Sequence[Record]) -> None:
+    def write(self, records: Sequence[Record | CallRow]) -> None:
         """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
         if not records:
             return
-        call_records: list[Record] = []
-        mark_records: list[Record] = []
+        call_records: list[Built] = []
+        mark_records: list[Built] = []
         for record in records:
-            if isinstance(record, CallRecord):
+            if isinstance(record, CallRecord | CallRow):
                 call_records.append(record)
             elif isinstance(record, MarkRecord):
                 mark_records.append(record)

@@ -8,11 +8,11 @@ reason, counted, logged); when it refuses every one of them, the fault is the st
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from shadow.calllog._bounded import BoundedStore
 from shadow.calllog._outage import Outage, StoreUnavailable
-from shadow.calllog._records import Record
+from shadow.calllog._records import Built, as_record
 from shadow.calllog._spool import Spool
 from shadow.typing import Store
 
@@ -32,8 +32,10 @@ class Storer:
         self.rejected = 0
         self.prepared = False
         self.on_prepared = on_prepared
+        #: the store inserts ``CallRow``s as they are (``SqlStore`` on SQLite): the writer builds rows for it
+        self.takes_rows = getattr(store, "takes_rows", False) is True
 
-    def store_batch(self, batch: list[Record], timeout: float | None) -> int | None:
+    def store_batch(self, batch: Sequence[Built], timeout: float | None) -> int | None:
         """How many records of ``batch`` were stored (the rest set aside); None when the store is away."""
         try:
             self._write(batch, timeout)
@@ -44,7 +46,7 @@ class Storer:
             return self._one_by_one(batch, exc, timeout)
         return len(batch)
 
-    def _write(self, batch: list[Record], timeout: float | None) -> None:
+    def _write(self, batch: Sequence[Built], timeout: float | None) -> None:
         store = self.store
         if not self.prepared:
             # A store's ``prepare`` (``SqlStore``: SQLAlchemy and Alembic imported) runs once, in the writer's
@@ -58,10 +60,11 @@ class Storer:
                     self.on_prepared()
                 except Exception as exc:
                     self.fail("writer.on_prepared_failed", exc)
-        self.calls.run(lambda: store.write(batch), timeout)
+        records = batch if self.takes_rows else [as_record(item) for item in batch]
+        self.calls.run(lambda: store.write(records), timeout)  # type: ignore[arg-type]
 
-    def _one_by_one(self, batch: list[Record], exc: Exception, timeout: float | None) -> int | None:
-        refused: list[tuple[Record, Exception]] = []
+    def _one_by_one(self, batch: Sequence[Built], exc: Exception, timeout: float | None) -> int | None:
+        refused: list[tuple[Built, Exception]] = []
         for record in batch:
             try:
                 self._write([record], timeout)
@@ -79,7 +82,7 @@ class Storer:
             self._set_aside(record, reason)
         return stored
 
-    def _set_aside(self, record: Record, error: Exception) -> None:
+    def _set_aside(self, record: Built, error: Exception) -> None:
         text = str(error).splitlines()
         reason = f"{type(error).__name__}: {text[0][:300] if text else ''}"
         kept = None

@@ -14,14 +14,15 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from shadow import _hostile as hostile
 from shadow._logs import get_logger
 from shadow.calllog._bounded import BoundedStore
 from shadow.calllog._intake import Intake, RecordDropped
 from shadow.calllog._outage import Outage
-from shadow.calllog._records import CallRecord, MarkRecord, Record
+from shadow.calllog._pending import PendingCall
+from shadow.calllog._records import Built, CallRecord, CallRow, MarkRecord, Record
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL, Replayer
 from shadow.calllog._spool import Spool
 from shadow.calllog._storing import Storer
@@ -35,7 +36,7 @@ __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats"]
 log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
-_RECORDS = (CallRecord, MarkRecord)
+_RECORDS = (CallRecord, MarkRecord, CallRow)
 _HAND_OVER = 0.0005  # seconds of building between two hand-overs of the GIL (a sleep(0) each)
 #: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time; again
 #: each time it made progress (a loaded machine builds records slowly), up to ``EXIT_GRACE_MAX`` in all.
@@ -86,8 +87,8 @@ class Writer(Intake, Lifecycle):
         self._errors: list[BaseException] = []
         self._reasons: dict[str, int] = {}  # why records were dropped or failed to build
         self._dead = False  # the writer thread ended unexpectedly: the next submit starts another
-        self._held: tuple[list[Record], int] | None = None  # a batch neither the store nor the spool could take yet
-        self._taking: list[Record] = []  # the batch being built (a replacement thread carries it on)
+        self._held: tuple[list[Built], int] | None = None  # a batch neither the store nor the spool could take yet
+        self._taking: list[Built] = []  # the batch being built (a replacement thread carries it on)
         self._taking_popped = self._generation = 0
         self._building_since: float | None = None
         self._gen_lock = threading.Lock()
@@ -273,9 +274,11 @@ class Writer(Intake, Lifecycle):
                 self._wake.set()  # interleave: write the queue, then go on replaying
                 break
 
-    def _take(self, generation: int) -> tuple[list[Record], int]:
-        """Pop up to one batch from the queue, building deferred items (watched by ``_watch``)."""
-        taking: list[Record] = []
+    def _take(self, generation: int) -> tuple[list[Built], int]:
+        """Pop up to one batch from the queue, building deferred items (watched by ``_watch``): a plain call as
+        the row a store that takes rows inserts (``CallRow``), anything else as its record."""
+        taking: list[Built] = []
+        rows = self._storer.takes_rows
         self._taking, self._taking_popped = taking, 0
         queue, gen_lock, clock, size = self._queue, self._gen_lock, time.monotonic, self.batch_size
         handed = clock() + _HAND_OVER  # building hands the GIL to the application's threads (else 5 ms waits)
@@ -293,7 +296,7 @@ class Writer(Intake, Lifecycle):
                 time.sleep(0)
                 handed = now + _HAND_OVER
             try:
-                built = item.build()
+                built = item.build_row() if rows and type(item) is PendingCall else item.build()
                 if not isinstance(built, _RECORDS):
                     raise TypeError(f"build() returned {type(built).__name__}, not a CallRecord or MarkRecord")
             except BaseException as exc:  # anything user code raises here (this is never the main thread)
@@ -316,7 +319,7 @@ class Writer(Intake, Lifecycle):
         self._taking, self._taking_popped = [], 0
         return batch, popped
 
-    def _store(self, batch: list[Record], *, replay: bool) -> int | None:
+    def _store(self, batch: Sequence[Built], *, replay: bool) -> int | None:
         """Store ``batch`` (``Storer``): how many records went in, or None while the store is away."""
         remaining = self._deadline - time.monotonic() if self._stopping else None
         stored = self._storer.store_batch(batch, remaining)
@@ -337,7 +340,7 @@ class Writer(Intake, Lifecycle):
             except OSError as exc:
                 self._fail("writer.spool_failed", exc, spool=self._spool_name())
 
-    def _place(self, batch: list[Record], popped: int, stopping: bool, *, held: bool = False) -> bool:
+    def _place(self, batch: list[Built], popped: int, stopping: bool, *, held: bool = False) -> bool:
         """Store ``batch``, or spool it while the store is away; hold it when neither can take it."""
         self._held = None
         if not batch:
@@ -360,7 +363,7 @@ class Writer(Intake, Lifecycle):
         self._held = (batch, popped)
         return False
 
-    def _spill(self, batch: list[Record]) -> bool:
+    def _spill(self, batch: list[Built]) -> bool:
         if self.spool is None:
             return False
         try:

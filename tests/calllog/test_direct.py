@@ -13,7 +13,7 @@ import pytest
 from shadow import Rules
 from shadow.calllog import _direct as direct
 from shadow.calllog import _pending as pending
-from shadow.calllog._records import ROWS, CallRecord
+from shadow.calllog._records import CallRecord, CallRow
 from shadow.calllog._store import SqlStore
 from shadow.flags._db import Mode, Variant
 
@@ -81,16 +81,31 @@ def test_rules_of_ones_own_are_asked_for_every_call(monkeypatch: pytest.MonkeyPa
     assert len(seen) == 3 and record.code == "validation_error"
 
 
+@pytest.mark.parametrize("value", VALUES)
+def test_a_call_row_holds_the_record_the_general_path_gives(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    direct._readings.clear()
+    row = _call(value).build_row()
+    assert isinstance(row, CallRow)
+    monkeypatch.setattr(pending.PendingCall, "_fast", lambda *a: None)
+    general = _call(value).build()
+    assert row.id == row.record().id and row.session_id == general.session_id
+    assert _fields(row.record()) == _fields(general)
+
+
 def test_the_row_made_in_one_pass_is_the_row_the_store_makes(tmp_path: Path) -> None:
     store = SqlStore(f"sqlite:///{tmp_path / 'log.db'}")
+    assert store.takes_rows
     insert = store.prepare()[0]
-    for value in VALUES:
-        record = _call(value).build()
-        made = ROWS.pop(id(record))
-        assert made[0] == record.id
-        assert (*made[:3], insert.to_time(made[3]), *made[4:]) == insert.row(record)
-    store.write([_call(v).build() for v in VALUES])
+    rows = [_call(value).build_row() for value in VALUES]
+    assert all(isinstance(row, CallRow) for row in rows)
+    assert insert._rows(rows) == [insert.row(row.record()) for row in rows]  # type: ignore[union-attr]
+    store.write(rows)
     from sqlalchemy import create_engine, text
 
     with create_engine(store.url).connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM calls")).scalar_one() == len(VALUES)
+
+
+def test_a_value_that_is_not_plain_json_is_built_as_a_record_even_for_a_store_of_rows() -> None:
+    built = _call({"when": time.gmtime()}).build_row()
+    assert isinstance(built, CallRecord)
