@@ -103,7 +103,9 @@ class PendingCall:
 
     def build_row(self, *, as_row: bool = True) -> CallRecord | CallRow:
         """``build()`` for a store that takes rows: a plain call's record as its ``CallRow``, any other call's as
-        its ``CallRecord``."""
+        its ``CallRecord`` (and a subclass's own ``build``, such as the proxy's, is its ``build``)."""
+        if as_row and type(self).build is not PendingCall.build:
+            return self.build()
         try:
             return self._build(as_row)
         except BaseException as exc:

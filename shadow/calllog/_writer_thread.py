@@ -21,11 +21,11 @@ from shadow._logs import get_logger
 from shadow.calllog._bounded import BoundedStore
 from shadow.calllog._intake import Intake, RecordDropped
 from shadow.calllog._outage import Outage
-from shadow.calllog._pending import PendingCall
-from shadow.calllog._records import Built, CallRecord, CallRow, MarkRecord, Record
+from shadow.calllog._records import Built, Record
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL, Replayer
 from shadow.calllog._spool import Spool
 from shadow.calllog._storing import Storer
+from shadow.calllog._taking import Taking
 from shadow.calllog._watchdog import watch
 from shadow.calllog._writer_life import Lifecycle, error_text
 from shadow.calllog._writer_stats import StatsPublisher, WriterStats
@@ -36,14 +36,12 @@ __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats"]
 log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
-_RECORDS = (CallRecord, MarkRecord, CallRow)
-_HAND_OVER = 0.0005  # seconds of building between two hand-overs of the GIL (a sleep(0) each)
 #: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time; again
 #: each time it made progress (a loaded machine builds records slowly), up to ``EXIT_GRACE_MAX`` in all.
 EXIT_GRACE, EXIT_GRACE_MAX = 3.0, 30.0
 
 
-class Writer(Intake, Lifecycle):
+class Writer(Intake, Taking, Lifecycle):
     """Moves records from callers to a ``Store`` off their path; see the module docstring.
 
     ``burst_size`` raw calls past ``queue_size`` wait in memory too before callers spool (none by default);
@@ -273,51 +271,6 @@ class Writer(Intake, Lifecycle):
             if len(self._queue) >= self.batch_size:
                 self._wake.set()  # interleave: write the queue, then go on replaying
                 break
-
-    def _take(self, generation: int) -> tuple[list[Built], int]:
-        """Pop up to one batch from the queue, building deferred items (watched by ``_watch``): a plain call as
-        the row a store that takes rows inserts (``CallRow``), anything else as its record."""
-        taking: list[Built] = []
-        rows = self._storer.takes_rows
-        self._taking, self._taking_popped = taking, 0
-        queue, gen_lock, clock, size = self._queue, self._gen_lock, time.monotonic, self.batch_size
-        handed = clock() + _HAND_OVER  # building hands the GIL to the application's threads (else 5 ms waits)
-        while self._taking_popped < size:
-            try:
-                item = queue.popleft()
-            except IndexError:
-                break
-            self._taking_popped += 1
-            if isinstance(item, _RECORDS):
-                taking.append(item)
-                continue
-            self._building_since = now = clock()
-            if now >= handed:
-                time.sleep(0)
-                handed = now + _HAND_OVER
-            try:
-                built = item.build_row() if rows and type(item) is PendingCall else item.build()
-                if not isinstance(built, _RECORDS):
-                    raise TypeError(f"build() returned {type(built).__name__}, not a CallRecord or MarkRecord")
-            except BaseException as exc:  # anything user code raises here (this is never the main thread)
-                built = None
-                with gen_lock:
-                    if generation != self._generation:
-                        return [], 0  # this build hung, was given up and stopped: the new thread owns the batch
-                    self._failed_builds += 1
-                    self._count("build_raised" if isinstance(exc, Exception) else "build_interrupted")
-                self._fail("writer.build_failed", exc, item=type(item).__name__)
-            finally:
-                if generation == self._generation:  # not a replacement's build
-                    self._building_since = None
-            with gen_lock:
-                if generation != self._generation:
-                    return [], 0  # this build hung and was given up: the new thread owns the batch
-                if built is not None:
-                    taking.append(built)
-        batch, popped = self._taking, self._taking_popped
-        self._taking, self._taking_popped = [], 0
-        return batch, popped
 
     def _store(self, batch: Sequence[Built], *, replay: bool) -> int | None:
         """Store ``batch`` (``Storer``): how many records went in, or None while the store is away."""

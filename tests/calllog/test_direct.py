@@ -109,3 +109,17 @@ def test_the_row_made_in_one_pass_is_the_row_the_store_makes(tmp_path: Path) -> 
 def test_a_value_that_is_not_plain_json_is_built_as_a_record_even_for_a_store_of_rows() -> None:
     built = _call({"when": time.gmtime()}).build_row()
     assert isinstance(built, CallRecord)
+
+
+def test_a_subclass_that_builds_its_own_way_is_built_its_own_way_for_a_store_of_rows() -> None:
+    made: list[str] = []
+
+    @dataclasses.dataclass(slots=True, kw_only=True)
+    class Own(pending.PendingCall):
+        def build(self) -> CallRecord:
+            made.append("own")
+            return pending.PendingCall.build(self)
+
+    plain_call = _call({"id": "u-1"})
+    own = Own(**{f.name: getattr(plain_call, f.name) for f in dataclasses.fields(pending.PendingCall)})
+    assert isinstance(own.build_row(), CallRecord) and made == ["own"]
