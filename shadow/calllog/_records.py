@@ -109,8 +109,8 @@ _JSON_AT: Final = tuple(i for i, name in enumerate(_CALL_FIELDS)
 class CallRow:
     """A plain call's record as the row a store inserts: ``calls``' columns in order, JSON columns as JSON text.
 
-    The writer builds these instead of ``CallRecord``s for a store that takes rows (``takes_rows``: ``SqlStore``
-    on SQLite), so each value is encoded once and no decoded copy is made for nobody; ``record()`` gives the
+    The writer builds these instead of ``CallRecord``s for a store that takes rows (``takes_rows``: ``SqlStore``),
+    so each value is encoded once and no decoded copy is made for nobody; ``record()`` gives the
     ``CallRecord`` when one is wanted after all (a spool, a record set aside).
     """
 

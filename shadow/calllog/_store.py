@@ -15,7 +15,7 @@ from shadow._clock import utc
 from shadow.calllog import _plain as plain
 from shadow.calllog import _sqlite as light
 from shadow.calllog._outage import StoreUnavailable
-from shadow.calllog._records import _CALL_FIELDS, Built, CallRecord, CallRow, MarkRecord, Record, as_record
+from shadow.calllog._records import _CALL_FIELDS, Built, CallRecord, CallRow, MarkRecord, Record
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, Table
@@ -103,18 +103,18 @@ class _Insert:
             raise RuntimeError(f"CallRecord fields and CallRow values differ in order: {fields}")
 
     def statement(self, records: Sequence[Built]) -> tuple[str, Any]:
-        """The statement and its parameters: on PostgreSQL, when JSON carries the batch exactly, one document
-        (orjson encodes the records in one call, the server reads them with ``json_to_recordset``); else one
-        tuple per record for ``executemany``."""
+        """The statement and its parameters: each record's row (a ``CallRow``'s as it is); on PostgreSQL, when
+        JSON carries the rows exactly, one document of them (orjson encodes the batch in one call, the server reads
+        it with ``json_array_elements``); else one tuple per row for ``executemany``."""
+        rows = self._rows(records)
         if self.bulk_sql is not None:
-            records = [as_record(record) for record in records]
             try:
-                text = orjson.dumps(records, option=orjson.OPT_NAIVE_UTC).decode()
+                text = orjson.dumps(rows, option=orjson.OPT_NAIVE_UTC).decode()
             except TypeError:  # an integer past 64 bits: the driver's path, as json.dumps stores it
                 text = None
-            if text is not None and "\\u0000" not in text:  # NUL: json columns take it, json_to_recordset not
+            if text is not None and "\\u0000" not in text:  # NUL: json columns take it, the text in them not
                 return self.bulk_sql, (text,)
-        return self.sql, self._rows(records)
+        return self.sql, rows
 
     def _rows(self, records: Sequence[Built]) -> list[tuple[Any, ...]]:
         """Each record's row: a ``CallRow``'s values as they are (JSON encoded once, by ``_direct``), the time in
@@ -131,15 +131,26 @@ class _Insert:
 
 
 def _bulk_sql(table: Table, fields: list[str], json: set[str]) -> str:
-    """A PostgreSQL insert of a JSON array of records: each field read with its column's type, JSON columns
-    verbatim (``null`` kept as JSON ``null``, as the per-row insert stores it)."""
+    """A PostgreSQL insert of a JSON array of rows (each an array of the columns in order): text as text, so a value
+    too long for its column is refused as the per-row insert refuses it, never cut; other values cast to their
+    column's type; JSON columns parsed from their JSON text (``null`` kept as JSON ``null``, as the per-row insert
+    stores it)."""
+    from sqlalchemy import String
     from sqlalchemy.dialects import postgresql
 
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
-    values = ", ".join(f"coalesce(r.{_quote(n)}, 'null'::json)" if n in json else f"r.{_quote(n)}" for n in fields)
-    columns = ", ".join(f"{_quote(n)} {table.c[n].type.compile(dialect=dialect)}" for n in fields)
+
+    def value(at: int, name: str) -> str:
+        kind = table.c[name].type
+        if name in json:
+            return f"coalesce((e.v->>{at})::json, 'null'::json)"
+        if isinstance(kind, String):
+            return f"e.v->>{at}"
+        return f"(e.v->>{at})::{kind.compile(dialect=dialect)}"
+
+    values = ", ".join(value(at, name) for at, name in enumerate(fields))
     return (f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) SELECT {values} "
-            f"FROM json_to_recordset(%s::json) AS r({columns}) ON CONFLICT ({_quote('id')}) DO NOTHING")
+            f"FROM json_array_elements(%s::json) AS e(v) ON CONFLICT ({_quote('id')}) DO NOTHING")
 
 
 __all__ = ["SqlStore", "StoreUnavailable", "is_outage"]
@@ -166,9 +177,9 @@ class SqlStore:
             )
         self.backend = backend
         self.lock_timeout = lock_timeout
-        #: the writer hands this store a plain call's row (``CallRow``) rather than its ``CallRecord``: SQLite
-        #: inserts the row's text as it is; PostgreSQL's insert (one JSON document of records) does not use it
-        self.takes_rows = backend == "sqlite"
+        #: the writer hands this store a plain call's row (``CallRow``) rather than its ``CallRecord``: its
+        #: values go to the insert as they are, JSON already text
+        self.takes_rows = True
         self._ensured = False
         self._inserts: tuple[_Insert, _Insert] | None = None
 

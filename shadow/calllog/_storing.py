@@ -32,7 +32,7 @@ class Storer:
         self.rejected = 0
         self.prepared = False
         self.on_prepared = on_prepared
-        #: the store inserts ``CallRow``s as they are (``SqlStore`` on SQLite): the writer builds rows for it
+        #: the store inserts ``CallRow``s as they are (``SqlStore``): the writer builds rows for it
         self.takes_rows = getattr(store, "takes_rows", False) is True
 
     def store_batch(self, batch: Sequence[Built], timeout: float | None) -> int | None:

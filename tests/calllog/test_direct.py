@@ -123,3 +123,26 @@ def test_a_subclass_that_builds_its_own_way_is_built_its_own_way_for_a_store_of_
     plain_call = _call({"id": "u-1"})
     own = Own(**{f.name: getattr(plain_call, f.name) for f in dataclasses.fields(pending.PendingCall)})
     assert isinstance(own.build_row(), CallRecord) and made == ["own"]
+
+
+@pytest.mark.postgres
+def test_call_rows_stored_in_postgresql_as_one_document_are_their_records_stored_row_by_row(pg_url: str) -> None:
+    from sqlalchemy import create_engine
+
+    rows = [_call(value).build_row() for value in VALUES]
+    store = SqlStore(pg_url)
+    calls, _ = store.prepare()
+    assert calls.statement(rows)[0] == calls.bulk_sql
+    store.write(rows)
+    query = ("SELECT id, seq, session_id, ts, tool, fingerprint, arg_hashes::text, args::text, outcome, "
+             "legacy_payload::text, new_payload::text, code, retryable, next_action, rule, unmapped, schema_valid, "
+             "latency_us, epoch, rules_fingerprint FROM calls ORDER BY id")
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        via_document = list(conn.exec_driver_sql(query))
+        conn.exec_driver_sql("DELETE FROM calls")
+    calls.bulk_sql = None  # row by row, from the records
+    store.write([row.record() for row in rows])  # type: ignore[union-attr]
+    with engine.connect() as conn:
+        assert list(conn.exec_driver_sql(query)) == via_document and len(via_document) == len(VALUES)
+    engine.dispose()
