@@ -24,8 +24,9 @@ shadow at least 90% of legacy. Printed with it: how many calls were not yet stor
 long storing them took after: a writer that falls behind leaves the application GIL time it will need later (once
 the queue is full, callers spool), so a rate is a steady one only when that backlog is small.
 
-Record build (``--build-calls N``, default 3,000; 0 skips): what the writer's ``build()`` of one record costs, a
-success against an error (the workload's repeated ``{"error": "Bad request"}``, and errors whose texts all differ),
+Record build (``--build-calls N``, default 3,000; 0 skips): what the writer's build of one record costs (the
+``CallRow`` an ``SqlStore`` takes, ``build_row()``), a success against an error (the workload's repeated
+``{"error": "Bad request"}``, and errors whose texts all differ),
 in one process, best of 5 interleaved rounds. Target: an error at most 2x a success.
 
 ``--base CHECKOUT`` runs another tree's shadow arms (and its threads run) in the same rounds, labelled ``base:``:
@@ -279,9 +280,10 @@ def threads_child(mode: str, threads: int, calls: int) -> dict[str, Any]:
 
 
 def build_child(n: int) -> dict[str, Any]:
-    """What one record costs to build (the writer's ``build()``), a success against an error: the calls of the
-    workload captured on the callers' side, then built in interleaved rounds (best of 5). ``error`` repeats the
-    workload's ``{"error": "Bad request"}``; ``distinct`` gives every error call its own text, new in each round."""
+    """What one record costs to build (the writer's ``build_row()`` for an ``SqlStore``), a success against an
+    error: the calls of the workload captured on the callers' side, then built in interleaved rounds (best of 5).
+    ``error`` repeats the workload's ``{"error": "Bad request"}``; ``distinct`` gives every error call its own
+    text, new in each round."""
     import shadow
     from shadow.calllog import get_writer
 
@@ -308,7 +310,7 @@ def build_child(n: int) -> dict[str, Any]:
         for kind, calls in kinds.items():
             t0 = time.perf_counter()
             for call in calls:
-                call.build()
+                call.build_row()
             best[kind] = min(best[kind], (time.perf_counter() - t0) / n * 1e6)
     return best
 
