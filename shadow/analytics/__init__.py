@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from shadow._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from shadow.analytics._ready import Readiness, Thresholds, codes_for_tool, readiness
+    from shadow.analytics._ready import Readiness, codes_for_tool, readiness
     from shadow.analytics._recommend import Policy, Recommendation
     from shadow.analytics._render import render_csv, render_table
     from shadow.analytics._report import loop_rate_report
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from shadow.analytics._source import SourceError, WarehouseError
     from shadow.analytics._spark import SparkModels
     from shadow.analytics._sql import models_dir
+    from shadow.analytics._thresholds import Thresholds
     from shadow.analytics._warehouse import ExportResult, SyncResult, Warehouse, export_parquet, sync
 
 _WHERE = {
@@ -30,7 +31,7 @@ _WHERE = {
     "SourceError": "shadow.analytics._source",
     "SparkModels": "shadow.analytics._spark",
     "SyncResult": "shadow.analytics._warehouse",
-    "Thresholds": "shadow.analytics._ready",
+    "Thresholds": "shadow.analytics._thresholds",
     "UnknownToolError": "shadow.analytics._report_types",
     "Warehouse": "shadow.analytics._warehouse",
     "WarehouseError": "shadow.analytics._source",

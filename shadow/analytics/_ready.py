@@ -18,6 +18,7 @@ from shadow._config import sqlite_path
 from shadow._redact import find_leaks
 from shadow.analytics._retranslate import merged, retranslate
 from shadow.analytics._text import counted
+from shadow.analytics._thresholds import Thresholds
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
 from shadow.contract._codes import CODE_TABLE, Code
@@ -32,27 +33,6 @@ InventorySource = str | os.PathLike[str] | Mapping[str, Any]
 
 class StoreMissing(LookupError):
     """There is no call log at the URL; the message says how to create one."""
-
-
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    """What a tool's shadow log must show before cutover. The defaults suit a tool with real traffic."""
-
-    min_calls: int = 200
-    min_errors: int = 20
-    max_unmapped_share: float = 0.05
-    max_schema_invalid: int = 0
-    max_leaks: int = 0
-    require_proposed: bool = False  # every code the inventory proposes must have been seen
-
-    def __post_init__(self) -> None:
-        for name in ("min_calls", "min_errors", "max_schema_invalid", "max_leaks"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a whole number of at least 0, not {value!r}")
-        share = self.max_unmapped_share
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
-            raise ValueError(f"max_unmapped_share must be a fraction from 0 to 1, for example 0.05, not {share!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,8 @@ import json
 from typing import Annotated
 
 import typer
-from alembic.script.revision import RevisionError
-from alembic.util import CommandError
-from sqlalchemy import exc
-from sqlalchemy.engine import make_url
 
 from shadow._config import sqlite_path
-from shadow.calllog import _migrate as migrate
 from shadow.cli._app import ExitCode, app, fail
 from shadow.cli._options import DbAliasOption, DbUrlOption, Format, FormatOption, store_unreachable, store_url
 
@@ -26,6 +21,8 @@ app.add_typer(db_app, name="db")
 
 def _resolve(db_url: str | None, alias: str | None) -> tuple[str, str]:
     """The URL to use and its display form (password hidden); a bad URL is a usage error."""
+    from sqlalchemy.engine import make_url  # here: a command that needs no database loads no SQLAlchemy
+
     full = store_url(db_url, alias)
     return full, make_url(full).render_as_string(hide_password=True)
 
@@ -41,6 +38,12 @@ def upgrade(
 
     Example: shadow db upgrade --db-url postgresql+psycopg://agent@db.internal:5432/shadow
     """
+    from alembic.script.revision import RevisionError
+    from alembic.util import CommandError
+    from sqlalchemy import exc
+
+    from shadow.calllog import _migrate as migrate
+
     full, shown = _resolve(db_url, db_alias)
     try:
         before = migrate.current(full)
@@ -70,6 +73,10 @@ def current(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_ali
 
     Example: shadow db current --format json
     """
+    from sqlalchemy import exc
+
+    from shadow.calllog import _migrate as migrate
+
     full, shown = _resolve(db_url, db_alias)
     path = sqlite_path(full)
     try:

@@ -6,7 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import sqlite_path
 from shadow.cli._app import ExitCode, app, fail
@@ -17,6 +16,7 @@ from shadow.cli._options import (
     Format,
     FormatOption,
     require_call_log,
+    sql_errors,
     store_unreachable,
     store_url,
     unseen_tool,
@@ -84,7 +84,7 @@ def set_flag(
         entry = store.set(tool, mode, percent, actor=actor, reason=reason)
     except ValueError as exc:
         fail(str(exc))
-    except SQLAlchemyError as exc:
+    except sql_errors() as exc:
         store_unreachable(store.url, exc)
     if note is not None:  # said once the flag is set: a refused change never reads as set
         warn(f"{note}; check the name, it may be a typo. The flag is set all the same.")
@@ -117,7 +117,7 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | 
         migrate.ensure(url)
         given, rules_name = rules_in_force(rules)
         verdict = ready.readiness(url, tool, rules=given, rules_name=rules_name)
-    except SQLAlchemyError as exc:
+    except sql_errors() as exc:
         store_unreachable(url, exc)
     if not verdict.ready:
         reasons = "; ".join(verdict.reasons) or "not ready"
@@ -136,7 +136,7 @@ def show(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_alias:
     store = _store(db_url, db_alias, reading=True)
     try:
         states, killed = store.states()
-    except SQLAlchemyError as exc:
+    except sql_errors() as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps({"killed": killed, "tools": {
@@ -168,7 +168,7 @@ def history(
     store = _store(db_url, db_alias, reading=True)
     try:
         entries = store.history(tool, limit)
-    except SQLAlchemyError as exc:
+    except sql_errors() as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
@@ -220,7 +220,7 @@ def unkill(
 def _kill_switch(on: bool, reason: str | None, actor: str | None, store: DbFlags, fmt: Format) -> None:
     try:
         entry = (store.kill if on else store.unkill)(actor=actor, reason=reason)
-    except SQLAlchemyError as exc:
+    except sql_errors() as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps({"killed": on, "change": _entry_json(entry) if entry is not None else None}, indent=2))

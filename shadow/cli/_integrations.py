@@ -12,7 +12,6 @@ from types import FrameType, ModuleType
 from typing import Annotated, Any, Literal, NoReturn
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
 from shadow._config import configure, settings
 from shadow.cli._app import ExitCode, app, fail, install_line, need_extra
@@ -226,6 +225,8 @@ def import_command(
 
     Example: shadow import chats.jsonl --input-format openai --id-key thread.id --db-url sqlite:///shadow.db
     """
+    from sqlalchemy.exc import SQLAlchemyError
+
     from shadow.calllog._store import StoreUnavailable
     from shadow.transcripts._importer import ImportOptions, scanned, write
 

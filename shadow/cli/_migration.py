@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
-from shadow.analytics._ready import Readiness, StoreMissing, Thresholds, readiness
+from shadow.analytics._thresholds import Thresholds
 from shadow.cli._app import ExitCode, app, fail
 from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
@@ -24,6 +23,9 @@ from shadow.cli._options import (
     time_option,
 )
 from shadow.inventory._run import Inventory, emit_rules, format_table, inventory, python_files
+
+if TYPE_CHECKING:
+    from shadow.analytics._ready import Readiness
 
 _DEFAULT = Thresholds()
 
@@ -105,6 +107,10 @@ def ready(
     Example: shadow ready create_task --inventory inventory.json --min-calls 500
     Example: shadow ready create_task --rules tool_rules.py
     """
+    from sqlalchemy.exc import SQLAlchemyError  # here: a command that needs no database loads no SQLAlchemy
+
+    from shadow.analytics._ready import StoreMissing, readiness
+
     url = store_url(db_url, db_alias)
     require_call_log(url)
     given, rules_name = rules_in_force(rules)

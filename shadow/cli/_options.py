@@ -65,10 +65,10 @@ WarehouseOption = Annotated[Path | None, typer.Option(
 def store_url(db_url: str | None, alias: str | None = None) -> str:
     """The call log's URL (``--db-url``, else ``SHADOW_DB_URL``, else the default), checked; bad input exits 2."""
     from shadow._config import settings
-    from shadow.calllog import _db
+    from shadow.calllog import _sqlite as light  # a plain URL checked without SQLAlchemy
 
     try:
-        return _db.normalise_url(db_url or alias or settings().db_url)
+        return light.normalise_url(db_url or alias or settings().db_url)
     except ValueError as exc:
         fail(str(exc), ExitCode.USAGE)
 
@@ -146,3 +146,11 @@ def store_unreachable(url: str, exc: Exception) -> NoReturn:
     reason = lines[0] if lines else type(exc).__name__
     fail(f"the call log at {safe_url(url)} could not be used ({type(exc).__name__}: {reason}); check that the "
          "database runs and that --db-url or SHADOW_DB_URL is right", ExitCode.UNAVAILABLE)
+
+
+def sql_errors() -> type[Exception]:
+    """SQLAlchemy's base error, for an ``except`` clause: evaluated only when an exception is being matched, so a
+    command that needs no database loads no SQLAlchemy."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return SQLAlchemyError

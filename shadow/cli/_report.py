@@ -143,6 +143,7 @@ def run_sync(where: Stores, *, rebuild: bool = False, margin: float = DEFAULT_MA
     need_extra("analytics")
     require_call_log(where.url)
     from shadow.analytics._warehouse import Warehouse, WarehouseError
+    from shadow.calllog import _db  # noqa: F401  # loaded before a Ctrl-C can land in the sync, not during it
 
     new = not where.warehouse.exists()
     try:

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from shadow.analytics._ready import Thresholds
 from shadow.analytics._report import FlagChange, ToolReport
+from shadow.analytics._thresholds import Thresholds
 from shadow.contract._codes import CODE_TABLE
 from shadow.dashboard._chart_kit import (
     ARM_COLOURS,

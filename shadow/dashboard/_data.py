@@ -9,10 +9,11 @@ from typing import Final, Literal
 
 from shadow.analytics import _stats as stats
 from shadow.analytics._defaults import DEFAULT_SEED
-from shadow.analytics._ready import Thresholds, count_checks
+from shadow.analytics._ready import count_checks
 from shadow.analytics._report import FlagChange, LoopRateReport, ToolReport, loop_rate_report
 from shadow.analytics._source import WarehouseError
 from shadow.analytics._sql import ModelEngine
+from shadow.analytics._thresholds import Thresholds
 from shadow.contract._rules import Rules
 
 #: The most tools the per-tool charts draw (the busiest ones); the page says when more exist.

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import inspect, select
-from sqlalchemy.exc import SQLAlchemyError
-
 from shadow._config import sqlite_path
 from shadow._redact import JSONValue, dumps
-from shadow.calllog import _db as db
-from shadow.calllog._tables import calls
 from shadow.contract._codes import Code
 
 
@@ -30,6 +25,12 @@ def legacy_payloads(
     Reads ``calls.legacy_payload`` of error calls whose structured ``code`` is the code, looking at the latest
     ``scan`` of them. A code the log has never seen maps to an empty list. Raises ``StoreError``.
     """
+    from sqlalchemy import inspect, select  # here: importing ``shadow eval`` loads no SQLAlchemy
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from shadow.calllog import _db as db
+    from shadow.calllog._tables import calls
+
     file = sqlite_path(db_url)
     if file is not None and not file.exists():
         raise StoreError(f"no shadow log at {file}; run the shadow phase first or pass the store's --db-url")

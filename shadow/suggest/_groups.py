@@ -6,14 +6,16 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from shadow.contract._codes import Code, spec
 from shadow.contract._payloads import count_sentences
 from shadow.contract._phrases import PHRASES
 from shadow.contract._reading import propose, reading
-from shadow.suggest._read import LogSlice, Unmapped
 from shadow.suggest._shape import Shape, shape_of
+
+if TYPE_CHECKING:
+    from shadow.suggest._read import LogSlice, Unmapped
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
 #: What a builtin exception raised on purpose usually means, when neither its text nor its name says more.

@@ -6,13 +6,8 @@ import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import func, inspect, select
-from sqlalchemy.exc import SQLAlchemyError
-
 from shadow._config import sqlite_path
 from shadow._redact import scrub_text
-from shadow.calllog import _db as db
-from shadow.calllog._tables import calls
 from shadow.suggest._shape import legacy_text
 
 _SCAN_LIMIT = 200_000
@@ -46,6 +41,12 @@ class LogSlice:
 
 def read_unmapped(url: str, *, tool: str | None = None, since: dt.datetime | None = None) -> LogSlice:
     """The unmapped errors in the call log at ``url`` (of ``tool``, from ``since`` on). Raises ``LogError``."""
+    from sqlalchemy import func, inspect, select  # here: the command line's import of this module loads none of it
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from shadow.calllog import _db as db
+    from shadow.calllog._tables import calls
+
     file = sqlite_path(url)
     if file is not None and not file.exists():
         raise LogError(f"no call log at {file}; run the shadow phase first or pass the store's --db-url")

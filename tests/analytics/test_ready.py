@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 import shadow
 from shadow._ids import new_id
-from shadow.analytics._ready import StoreMissing, Thresholds, codes_for_tool, load_proposed, readiness
+from shadow.analytics._ready import StoreMissing, codes_for_tool, load_proposed, readiness
+from shadow.analytics._thresholds import Thresholds
 from shadow.calllog import _db as db
 from shadow.calllog import _tables as tables
 from shadow.calllog._records import CallRecord

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shadow.analytics._ready import Thresholds, readiness
+from shadow.analytics._ready import readiness
+from shadow.analytics._thresholds import Thresholds
 
 LIMITS = Thresholds(min_calls=10, min_errors=5)
 

@@ -12,8 +12,8 @@ import pytest
 from _dashboard_stores import EVIL_ACTOR, EVIL_CODE, EVIL_REASON, EVIL_TOOL, EVIL_VARIANT, build
 
 from shadow.analytics import _stats as stats
-from shadow.analytics._ready import Thresholds
 from shadow.analytics._report import ArmStats, Comparison, FlagChange, PeriodStats, Savings, ToolReport
+from shadow.analytics._thresholds import Thresholds
 from shadow.analytics._warehouse import Warehouse
 from shadow.dashboard import _charts as charts
 from shadow.dashboard import _page as dashboard
