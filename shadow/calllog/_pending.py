@@ -99,13 +99,16 @@ class PendingCall:
         Whatever the tool's values raise (``KeyboardInterrupt`` from a ``__str__``, ``GeneratorExit`` from an
         ``items()``: ``_hostile``) costs the part it spoils; past the parts, a record without any of the values.
         """
-        return self.build_row(as_row=False)  # type: ignore[return-value]
+        return self._built(as_row=False)  # type: ignore[return-value]
 
-    def build_row(self, *, as_row: bool = True) -> CallRecord | CallRow:
+    def build_row(self) -> CallRecord | CallRow:
         """``build()`` for a store that takes rows: a plain call's record as its ``CallRow``, any other call's as
         its ``CallRecord`` (and a subclass's own ``build``, such as the proxy's, is its ``build``)."""
-        if as_row and type(self).build is not PendingCall.build:
+        if type(self).build is not PendingCall.build:
             return self.build()
+        return self._built(as_row=True)
+
+    def _built(self, *, as_row: bool) -> CallRecord | CallRow:
         try:
             return self._build(as_row)
         except BaseException as exc:

@@ -15,7 +15,7 @@ from shadow._clock import utc
 from shadow.calllog import _plain as plain
 from shadow.calllog import _sqlite as light
 from shadow.calllog._outage import StoreUnavailable
-from shadow.calllog._records import _CALL_FIELDS, Built, CallRecord, CallRow, MarkRecord, Record
+from shadow.calllog._records import Built, CallRecord, CallRow, MarkRecord, Record
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, Table
@@ -99,8 +99,6 @@ class _Insert:
         exec(f"def row(r):\n    return ({values},)\n", namespace)
         self.row: Callable[[Record], tuple[Any, ...]] = namespace["row"]
         self.bulk_sql = _bulk_sql(table, fields, json) if backend == "postgresql" else None
-        if record_type is CallRecord and tuple(fields) != _CALL_FIELDS:  # a CallRow's values are in this order
-            raise RuntimeError(f"CallRecord fields and CallRow values differ in order: {fields}")
 
     def statement(self, records: Sequence[Built]) -> tuple[str, Any]:
         """The statement and its parameters: each record's row (a ``CallRow``'s as it is); on PostgreSQL, when
@@ -167,6 +165,10 @@ class SqlStore:
     before the store reports itself unavailable; the default is the engine's busy timeout (30 s).
     """
 
+    #: The writer hands this store a plain call's row (``CallRow``) rather than its ``CallRecord``: its values go
+    #: to the insert as they are, JSON already text.
+    takes_rows: Final = True
+
     def __init__(self, url: str, *, lock_timeout: float | None = None) -> None:
         self.url = light.normalise_url(url)
         backend = light.backend_of(self.url)
@@ -177,9 +179,6 @@ class SqlStore:
             )
         self.backend = backend
         self.lock_timeout = lock_timeout
-        #: the writer hands this store a plain call's row (``CallRow``) rather than its ``CallRecord``: its
-        #: values go to the insert as they are, JSON already text
-        self.takes_rows = True
         self._ensured = False
         self._inserts: tuple[_Insert, _Insert] | None = None
 
@@ -219,7 +218,7 @@ class SqlStore:
             migrate.ensure(self.url)
             self._ensured = True
 
-    def write(self, records: Sequence[Record | CallRow]) -> None:
+    def write(self, records: Sequence[Built]) -> None:
         """Insert ``records`` in one transaction, skipping ids already stored (``ON CONFLICT DO NOTHING``)."""
         if not records:
             return

@@ -16,7 +16,6 @@ from shadow.cli._options import (
     Format,
     FormatOption,
     require_call_log,
-    sql_errors,
     store_unreachable,
     store_url,
     unseen_tool,
@@ -74,6 +73,8 @@ def set_flag(
     Example: shadow flags set create_task shadow --format json
     Example: shadow flags set create_task cutover --rules tool_rules.py
     """
+    from sqlalchemy.exc import SQLAlchemyError  # here: a command that needs no database loads none
+
     if percent != 100 and mode is not Mode.CUTOVER:
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
     store = _store(db_url, db_alias)
@@ -84,7 +85,7 @@ def set_flag(
         entry = store.set(tool, mode, percent, actor=actor, reason=reason)
     except ValueError as exc:
         fail(str(exc))
-    except sql_errors() as exc:
+    except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
     if note is not None:  # said once the flag is set: a refused change never reads as set
         warn(f"{note}; check the name, it may be a typo. The flag is set all the same.")
@@ -101,6 +102,8 @@ def set_flag(
 
 
 def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | None) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
     from shadow.analytics import _ready as ready
     from shadow.calllog import _migrate as migrate
 
@@ -117,7 +120,7 @@ def _gate(tool: str, url: str, *, force: bool, reason: str | None, rules: str | 
         migrate.ensure(url)
         given, rules_name = rules_in_force(rules)
         verdict = ready.readiness(url, tool, rules=given, rules_name=rules_name)
-    except sql_errors() as exc:
+    except SQLAlchemyError as exc:
         store_unreachable(url, exc)
     if not verdict.ready:
         reasons = "; ".join(verdict.reasons) or "not ready"
@@ -133,10 +136,12 @@ def show(db_url: DbUrlOption = None, fmt: FormatOption = Format.table, db_alias:
 
     Example: shadow flags show --format json
     """
+    from sqlalchemy.exc import SQLAlchemyError  # here: a command that needs no database loads none
+
     store = _store(db_url, db_alias, reading=True)
     try:
         states, killed = store.states()
-    except sql_errors() as exc:
+    except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps({"killed": killed, "tools": {
@@ -165,10 +170,12 @@ def history(
 
     Example: shadow flags history --tool create_task
     """
+    from sqlalchemy.exc import SQLAlchemyError  # here: a command that needs no database loads none
+
     store = _store(db_url, db_alias, reading=True)
     try:
         entries = store.history(tool, limit)
-    except sql_errors() as exc:
+    except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
@@ -218,9 +225,11 @@ def unkill(
 
 
 def _kill_switch(on: bool, reason: str | None, actor: str | None, store: DbFlags, fmt: Format) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         entry = (store.kill if on else store.unkill)(actor=actor, reason=reason)
-    except sql_errors() as exc:
+    except SQLAlchemyError as exc:
         store_unreachable(store.url, exc)
     if fmt is Format.json:
         typer.echo(json.dumps({"killed": on, "change": _entry_json(entry) if entry is not None else None}, indent=2))

@@ -146,11 +146,3 @@ def store_unreachable(url: str, exc: Exception) -> NoReturn:
     reason = lines[0] if lines else type(exc).__name__
     fail(f"the call log at {safe_url(url)} could not be used ({type(exc).__name__}: {reason}); check that the "
          "database runs and that --db-url or SHADOW_DB_URL is right", ExitCode.UNAVAILABLE)
-
-
-def sql_errors() -> type[Exception]:
-    """SQLAlchemy's base error, for an ``except`` clause: evaluated only when an exception is being matched, so a
-    command that needs no database loads no SQLAlchemy."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    return SQLAlchemyError
