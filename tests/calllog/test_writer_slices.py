@@ -14,7 +14,7 @@ from shadow.calllog._records import CallRecord
 from shadow.calllog._taking import Taking
 from tests.calllog.test_writer import rec
 
-BUILD = 0.00005  # each build below takes 50 us of the fake clock
+BUILD = 0.00004  # each build below takes 40 us of the fake clock: a slice ends after the build that passes it
 
 
 class Clock:
@@ -69,19 +69,19 @@ def test_a_writer_that_keeps_up_hands_the_gil_over_every_150_microseconds_of_bui
     taking = Queue([Build(clock) for _ in range(100)], batch_size=100)
     batch, popped = taking._take(0)
     assert (len(batch), popped) == (100, 100)
-    # 5 ms of building: a hand-over (sleep(0)) after each 0.15 ms, not each 0.5 ms (16 threads of a 1 ms tool kept
-    # about 90% of their rate, against about 83%)
-    assert clock.sleeps == [0] * 33
+    # 4 ms of building: a hand-over (sleep(0)) every 4 builds (0.16 ms), not every 13 (0.52 ms); 16 threads of a 1 ms
+    # tool kept about 90% of their legacy rate, against about 83%
+    assert clock.sleeps == [0] * 24
 
 
 def test_a_writer_more_than_two_batches_behind_catches_up_in_longer_slices(clock: Clock) -> None:
     taking = Queue([Build(clock) for _ in range(400)], batch_size=100)
-    first, _ = taking._take(0)  # 300 left behind it: catching up, a hand-over each 0.5 ms
+    first, _ = taking._take(0)  # 300 left behind it: catching up, a hand-over every 13 builds (0.52 ms)
     assert len(first) == 100
-    assert clock.sleeps == [0] * 9
+    assert clock.sleeps == [0] * 7
     taking._take(0)
     taking._take(0)  # the queue falls below two batches as these are popped
     clock.sleeps.clear()
-    last, _ = taking._take(0)  # nothing behind it: keeping up again, a hand-over each 0.15 ms
+    last, _ = taking._take(0)  # nothing behind it: keeping up again, a hand-over every 4 builds
     assert len(last) == 100 and not taking._queue
-    assert clock.sleeps == [0] * 33
+    assert clock.sleeps == [0] * 24
