@@ -70,7 +70,7 @@ class Intake:
                     self._accepted += 1
                     queued = len(self._queue)
             if accepted:
-                if queued >= self.batch_size and not self._wake.is_set():  # the thread drains the whole queue
+                if queued >= self.batch_size and not self._wake.is_set():  # the thread takes the full batches queued
                     self._wake.set()
                 return
             if not closed and self._overflow(item):

@@ -90,7 +90,7 @@ class Writer(Intake, Taking, Lifecycle):
         self._taking_popped = self._generation = 0
         self._building_since: float | None = None
         self._gen_lock = threading.Lock()
-        self._stopping = self._force_publish = self._closed = False
+        self._stopping = self._force_publish = self._closed = self._drain = False
         self._deadline = 0.0
         self._thread = self._start()
         watching = (build_timeout, lambda: self._building_since, lambda: self._thread, self._give_up_build,
@@ -112,6 +112,7 @@ class Writer(Intake, Taking, Lifecycle):
         self._force_publish = True
         attempts = self._outage.attempts
         self._outage.probe_now()  # during an outage: try the store now rather than after the backoff
+        self._drain = True  # a partial batch too, now
         self._wake.set()
         with self._done:
             reached = self._done.wait_for(lambda: self._flushed(target, attempts), timeout=timeout)
@@ -201,11 +202,13 @@ class Writer(Intake, Taking, Lifecycle):
 
     def _loop(self, generation: int) -> None:
         while self._current(generation):
-            self._wake.wait(self._timeout())
+            woken = self._wake.wait(self._timeout())
             self._wake.clear()
             stopping = self._stopping
+            # woken by a full batch: full batches only (a partial one waits for the next, or for the interval)
+            drain, self._drain = not woken or self._drain or stopping, False
             try:
-                self._step(stopping, generation)
+                self._step(stopping, generation, drain)
             except BaseException as exc:  # a bug in the machinery, a store's BaseException: keep the thread
                 if not self._current(generation):
                     return  # given up while building (the watchdog stopped it): the new thread carries on
@@ -240,7 +243,7 @@ class Writer(Intake, Taking, Lifecycle):
         past = time.monotonic() >= self._deadline
         return (self._outage.down and not self._outage.probe_due()) or not self._replay.pending() or past
 
-    def _step(self, stopping: bool, generation: int) -> None:
+    def _step(self, stopping: bool, generation: int, drain: bool = True) -> None:
         if self.spool is not None:
             self.spool.sync()
             if not stopping:
@@ -252,6 +255,8 @@ class Writer(Intake, Taking, Lifecycle):
         if self._held is not None and not self._place(*self._held, stopping, held=True):
             return
         while self._queue and self._current(generation):
+            if not drain and len(self._queue) < self.batch_size:
+                break  # fewer, larger batches: a commit and a store call per call cost the application GIL time
             batch, popped = self._take(generation)
             if not self._current(generation):
                 return

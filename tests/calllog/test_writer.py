@@ -137,6 +137,22 @@ def test_a_full_batch_is_written_before_the_interval() -> None:
     writer.close()
 
 
+def test_a_writer_woken_by_a_full_batch_stores_full_batches_and_leaves_the_rest_to_the_interval_or_a_flush() -> None:
+    store = InMemoryStore()
+    writer = fast(store, batch_size=50, flush_interval=60.0)
+    sizes: list[int] = []
+    inner = store.write
+    store.write = lambda records: (sizes.append(len(list(records))), inner(records))[1]  # type: ignore[method-assign]
+    for i in range(120):
+        writer.submit(rec(i))
+    assert wait_for(lambda: len(store.ids) == 100, timeout=5)
+    time.sleep(0.2)  # the 20 left wait: one commit per full batch, not one per call that arrived meanwhile
+    assert sizes == [50, 50] and writer.stats.pending == 20
+    assert writer.flush(5)
+    assert sizes == [50, 50, 20] and len(store.ids) == 120
+    writer.close()
+
+
 def test_close_writes_what_is_queued_and_later_submits_are_counted_as_dropped() -> None:
     store = InMemoryStore()
     writer = fast(store, batch_size=1000, flush_interval=60.0)
