@@ -118,11 +118,12 @@ class _Insert:
         """Each record's row: a ``CallRow``'s values as they are (JSON encoded once, by ``_direct``), the time in
         the backend's form; a record's made here."""
         row, to_time = self.row, self.to_time
+        as_is = to_time is utc  # PostgreSQL takes a CallRow's time as it is: UTC already (``_direct``)
         rows: list[tuple[Any, ...]] = []
         for record in records:
             if type(record) is CallRow:
                 values = record.values
-                rows.append((values[0], values[1], values[2], to_time(values[3]), *values[4:]))
+                rows.append(values if as_is else (values[0], values[1], values[2], to_time(values[3]), *values[4:]))
             else:
                 rows.append(row(record))  # type: ignore[arg-type]
         return rows
