@@ -43,7 +43,11 @@ class Taking:
         self._taking, self._taking_popped = taking, 0
         queue, gen_lock, clock, size = self._queue, self._gen_lock, time.monotonic, self.batch_size
         behind = 2 * size
-        handed = clock() + (_SLICE if len(queue) < behind else _SLICE_BEHIND)  # building hands the GIL over
+
+        def slice_end(start: float) -> float:  # when building next hands the GIL over: later while catching up
+            return start + (_SLICE if len(queue) < behind else _SLICE_BEHIND)
+
+        handed = slice_end(clock())
         while self._taking_popped < size:
             try:
                 item = queue.popleft()
@@ -56,7 +60,7 @@ class Taking:
             self._building_since = now = clock()
             if now >= handed:  # else an application thread that woke meanwhile waits up to 5 ms for the GIL
                 time.sleep(0)
-                handed = now + (_SLICE if len(queue) < behind else _SLICE_BEHIND)
+                handed = slice_end(now)
             try:
                 build_row = getattr(item, "build_row", None) if rows else None
                 built = item.build() if build_row is None else build_row()

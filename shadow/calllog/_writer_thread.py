@@ -243,7 +243,7 @@ class Writer(Intake, Taking, Lifecycle):
         past = time.monotonic() >= self._deadline
         return (self._outage.down and not self._outage.probe_due()) or not self._replay.pending() or past
 
-    def _step(self, stopping: bool, generation: int, drain: bool = True) -> None:
+    def _step(self, stopping: bool, generation: int, drain: bool) -> None:
         if self.spool is not None:
             self.spool.sync()
             if not stopping:

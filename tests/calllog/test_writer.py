@@ -59,6 +59,20 @@ def fast(store: Any, spool: Spool | None = None, **kw: Any) -> Writer:
     return Writer(store, **options)
 
 
+def batch_sizes(store: InMemoryStore) -> list[int]:
+    """The size of each batch ``store`` is given from now on, in order."""
+    sizes: list[int] = []
+    inner = store.write
+
+    def write(records: Any) -> None:
+        records = list(records)
+        sizes.append(len(records))
+        inner(records)
+
+    store.write = write  # type: ignore[method-assign]
+    return sizes
+
+
 def stored_ids(url: str) -> list[str]:
     engine = create_engine(url)
     try:
@@ -107,9 +121,7 @@ class BlockingStore(InMemoryStore):
 def test_records_are_written_in_batches_of_at_most_batch_size() -> None:
     store = InMemoryStore()
     writer = fast(store, batch_size=7, flush_interval=5.0)
-    sizes: list[int] = []
-    inner = store.write
-    store.write = lambda records: (sizes.append(len(list(records))), inner(records))[1]  # type: ignore[method-assign]
+    sizes = batch_sizes(store)
     records = [rec(i) for i in range(50)]
     for r in records:
         writer.submit(r)
@@ -140,9 +152,7 @@ def test_a_full_batch_is_written_before_the_interval() -> None:
 def test_a_writer_woken_by_a_full_batch_stores_full_batches_and_leaves_the_rest_to_the_interval_or_a_flush() -> None:
     store = InMemoryStore()
     writer = fast(store, batch_size=50, flush_interval=60.0)
-    sizes: list[int] = []
-    inner = store.write
-    store.write = lambda records: (sizes.append(len(list(records))), inner(records))[1]  # type: ignore[method-assign]
+    sizes = batch_sizes(store)
     for i in range(120):
         writer.submit(rec(i))
     assert wait_for(lambda: len(store.ids) == 100, timeout=5)
