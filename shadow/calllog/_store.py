@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -64,6 +65,11 @@ def _sqlite_time(value: dt.datetime) -> str:
     return utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+#: Rows per SQLite insert statement, at most: within the 999 variables older SQLite allows (28 columns x 32 rows).
+_GROUP: Final = 32
+_flat: Final = itertools.chain.from_iterable
+
+
 def _quote(name: str) -> str:
     """A quoted SQL identifier (standard double quotes: SQLite and PostgreSQL alike)."""
     return '"' + name.replace('"', '""') + '"'
@@ -84,9 +90,10 @@ class _Insert:
         if missing:
             raise RuntimeError(f"{record_type.__name__} fields {missing} have no column in table {table.name!r}")
         mark = "?" if backend == "sqlite" else "%s"
+        row_marks = ", ".join(mark for _ in fields)
         self.sql = (
             f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) "
-            f"VALUES ({', '.join(mark for _ in fields)}) ON CONFLICT ({_quote('id')}) DO NOTHING"
+            f"VALUES ({row_marks}) ON CONFLICT ({_quote('id')}) DO NOTHING"
         )
         self.to_time: Callable[[dt.datetime], Any] = _sqlite_time if backend == "sqlite" else utc
         # One generated function per table (as dataclasses generates __init__): a tuple of the fields in order,
@@ -99,6 +106,27 @@ class _Insert:
         exec(f"def row(r):\n    return ({values},)\n", namespace)
         self.row: Callable[[Record], tuple[Any, ...]] = namespace["row"]
         self.bulk_sql = _bulk_sql(table, fields, json) if backend == "postgresql" else None
+        # SQLite: rows in groups per statement. Its driver lets go of the GIL for every statement step, and each
+        # time a busy thread takes it, the writer waits for it back: one step per group, not one per row.
+        self.group = min(_GROUP, 999 // len(fields))
+        self.group_sql = (
+            f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) VALUES "
+            f"{', '.join([f'({row_marks})'] * self.group)} ON CONFLICT ({_quote('id')}) DO NOTHING"
+        ) if backend == "sqlite" else None
+
+    def statements(self, records: Sequence[Built]) -> list[tuple[str, Any]]:
+        """The statements that insert ``records``: on SQLite, ``group`` rows per statement and the rest one per
+        row; on PostgreSQL, ``statement``'s one."""
+        if self.group_sql is None:
+            return [self.statement(records)]
+        rows, group = self._rows(records), self.group
+        full = len(rows) - len(rows) % group
+        out: list[tuple[str, Any]] = []
+        if full:
+            out.append((self.group_sql, [tuple(_flat(rows[at:at + group])) for at in range(0, full, group)]))
+        if full < len(rows):
+            out.append((self.sql, rows[full:]))
+        return out
 
     def statement(self, records: Sequence[Built]) -> tuple[str, Any]:
         """The statement and its parameters: each record's row (a ``CallRow``'s as it is); on PostgreSQL, when
@@ -233,8 +261,8 @@ class SqlStore:
             else:
                 raise TypeError(f"not a call or mark record: {type(record).__name__}")
         calls, marks = self.prepare()
-        statements = [insert.statement(kind) for insert, kind in ((calls, call_records), (marks, mark_records))
-                      if kind]
+        statements = [statement for insert, kind in ((calls, call_records), (marks, mark_records)) if kind
+                      for statement in insert.statements(kind)]
         try:
             engine = self._engine()
             self._ensure()
