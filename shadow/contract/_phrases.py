@@ -11,7 +11,9 @@ _p = Phrase
 
 
 _V, _NF, _FP = Code.VALIDATION_ERROR, Code.NOT_FOUND, Code.FAILED_PRECONDITION
-_STATUS_LINE = (r"(?:status(?: code)?:?|returned(?: error| status| code| http)*:?|http(?:/[\d.]+)?|"
+#: What precedes an HTTP status written in a text ("status 503", "returned 404", "Error (500)"): every status row
+#: starts with it, so the reading can tell status rows from rows of words.
+STATUS_LINE = (r"(?:status(?: code)?:?|returned(?: error| status| code| http)*:?|http(?:/[\d.]+)?|"
                 r"\b(?:error|code)\s*[:(]?|\bfailed \((?=\d{3}\))|\w(?:Error|Exception)\(|^(?=(?-i:\d{3} [A-Z])))\s*")
 _SERVICE = (r"(?:service|server|api|backend|upstream|database|db|host|endpoint|site|website|provider|gateway|"
             r"cluster|instance|node|network)s?")
@@ -29,9 +31,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # Service failures outrank every domain word.
     _p(r"database is locked|\bSQLITE[ _]BUSY\b", Code.UPSTREAM_UNAVAILABLE, "a busy database: retry shortly",
        "The database is busy. Make the identical call again shortly."),
-    _p(_STATUS_LINE + r"(?:408|504|524)\b", Code.UPSTREAM_TIMEOUT, "an HTTP timeout status in the text",
+    _p(STATUS_LINE + r"(?:408|504|524)\b", Code.UPSTREAM_TIMEOUT, "an HTTP timeout status in the text",
        "The service did not answer in time. Make the identical call again."),
-    _p(_STATUS_LINE + r"(?:502|503|500)\b", Code.UPSTREAM_UNAVAILABLE, "an HTTP 5xx status in the text",
+    _p(STATUS_LINE + r"(?:502|503|500)\b", Code.UPSTREAM_UNAVAILABLE, "an HTTP 5xx status in the text",
        "The service failed or is overloaded. Make the identical call again shortly."),
     _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|Timeout(?:Error|"
         r"Exception)|\btimed[ -]?out\b|"
@@ -99,27 +101,27 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
        "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
     # HTTP statuses written into the text ("status code 404", "returned error: 403").
-    _p(_STATUS_LINE + r"(?:404|410)\b", _NF, "an HTTP 404 status in the text",
+    _p(STATUS_LINE + r"(?:404|410)\b", _NF, "an HTTP 404 status in the text",
        "Nothing exists at {value}. Check the address, for example list what exists first."),
-    _p(_STATUS_LINE + r"401\b", Code.UNAUTHENTICATED, "an HTTP 401 status in the text",
+    _p(STATUS_LINE + r"401\b", Code.UNAUTHENTICATED, "an HTTP 401 status in the text",
        "The service did not accept the credentials. Ask the user to renew them."),
-    _p(_STATUS_LINE + r"403\b", Code.PERMISSION_DENIED, "an HTTP 403 status in the text",
+    _p(STATUS_LINE + r"403\b", Code.PERMISSION_DENIED, "an HTTP 403 status in the text",
        "The service refused access. Ask the user for access instead of retrying."),
-    _p(_STATUS_LINE + r"429\b", Code.RATE_LIMITED, "an HTTP 429 status in the text",
+    _p(STATUS_LINE + r"429\b", Code.RATE_LIMITED, "an HTTP 429 status in the text",
        "The service is rate limiting. Wait and make the identical call again."),
-    _p(_STATUS_LINE + r"(?:413|414|431)\b", Code.PAYLOAD_TOO_LARGE, "an HTTP 413 status in the text",
+    _p(STATUS_LINE + r"(?:413|414|431)\b", Code.PAYLOAD_TOO_LARGE, "an HTTP 413 status in the text",
        "The request is too large. Send a smaller input, for example fewer items per call."),
-    _p(_STATUS_LINE + r"409\b", Code.CONFLICT, "an HTTP 409 status in the text",
+    _p(STATUS_LINE + r"409\b", Code.CONFLICT, "an HTTP 409 status in the text",
        "The request conflicts with the current state. Read the current state first."),
-    _p(_STATUS_LINE + r"402\b", Code.QUOTA_EXCEEDED, "an HTTP 402 status in the text",
+    _p(STATUS_LINE + r"402\b", Code.QUOTA_EXCEEDED, "an HTTP 402 status in the text",
        "The account's credits or plan limit are used up. Tell the user; retrying will not help."),
-    _p(_STATUS_LINE + r"(?:412|423|428)\b", _FP, "an HTTP 412 status in the text",
+    _p(STATUS_LINE + r"(?:412|423|428)\b", _FP, "an HTTP 412 status in the text",
        "The current state does not allow this. Read the current state first."),
-    _p(_STATUS_LINE + r"415\b", Code.UNSUPPORTED_INPUT, "an HTTP 415 status in the text",
+    _p(STATUS_LINE + r"415\b", Code.UNSUPPORTED_INPUT, "an HTTP 415 status in the text",
        "The service does not take this kind of input. Send a supported kind."),
-    _p(_STATUS_LINE + r"501\b", Code.NOT_IMPLEMENTED, "an HTTP 501 status in the text",
+    _p(STATUS_LINE + r"501\b", Code.NOT_IMPLEMENTED, "an HTTP 501 status in the text",
        "The service does not support this operation. Use a different tool."),
-    _p(_STATUS_LINE + r"(?:400|422)\b", _V, "an HTTP 400 status in the text",
+    _p(STATUS_LINE + r"(?:400|422)\b", _V, "an HTTP 400 status in the text",
        "The service rejected the request as invalid. Correct the arguments."),
     # A message that opens by naming the bad argument ("Invalid timezone: ...") is about that argument, whatever
     # the detail after the colon says.

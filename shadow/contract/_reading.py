@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Final
 
 from shadow.contract._codes import NextAction, defaults
 from shadow.contract._masking import MAX_READ, mask_locations
 from shadow.contract._phrase import Phrase
-from shadow.contract._phrases import PHRASES
+from shadow.contract._phrases import PHRASES, STATUS_LINE
 
 #: A wrapper's opening that says only "an error happened here" ("Error executing tool x:", "Query execution
 #: failed:", "Security violation:"): the meaning is in what follows, which is read first.
@@ -60,19 +61,25 @@ def _main_clause(text: str) -> str:
     return text[:found.end()] if found is not None else text
 
 
-def _first_in_main(text: str) -> Phrase | None:
+#: The rows that read an HTTP status written in the text, and the rows of words: a status decides only when no
+#: words do ("failed with status 500: 'due_date' must be a date" is about the date; a retry would repeat it).
+_STATUS_ROWS: Final = tuple(phrase for phrase in PHRASES if phrase.source.startswith(STATUS_LINE))
+_WORD_ROWS: Final = tuple(phrase for phrase in PHRASES if not phrase.source.startswith(STATUS_LINE))
+
+
+def _first_in_main(text: str, rows: tuple[Phrase, ...]) -> Phrase | None:
     """The phrase of ``text``'s main clause, else of the whole text: a remedy ("Please try again later"), a side
     rule ("Only read operations are allowed") or a status trailer never outranks what the message says."""
     main = _main_clause(text)
     if main != text and main.strip():
-        found = _first(main)
+        found = _first(main, rows)
         if found is not None:
             return found
-    return _first(text)
+    return _first(text, rows)
 
 
-def _first(masked: str) -> Phrase | None:
-    for phrase in PHRASES:
+def _first(masked: str, rows: tuple[Phrase, ...]) -> Phrase | None:
+    for phrase in rows:
         if phrase.pattern.search(masked):
             return phrase
     return None
@@ -97,7 +104,11 @@ def _propose(text: str) -> Phrase | None:
 @functools.lru_cache(maxsize=2048)
 def _read_masked(masked: str) -> Phrase | None:
     """``_propose`` of a masked text: texts that differ only in an id, an amount or a quoted value are one template,
-    read once (the table's reading costs far more than the masking)."""
+    read once (the table's reading costs far more than the masking). Words first, a written status after."""
+    return _read_rows(masked, _WORD_ROWS) or _read_rows(masked, _STATUS_ROWS)
+
+
+def _read_rows(masked: str, rows: tuple[Phrase, ...]) -> Phrase | None:
     inner = masked
     for _ in range(3):
         stripped = _WRAPPER.sub("", inner, count=1)
@@ -105,7 +116,7 @@ def _read_masked(masked: str) -> Phrase | None:
             break
         inner = stripped
     if inner != masked and inner.strip():
-        found = _first_in_main(inner)
+        found = _first_in_main(inner, rows)
         if found is not None:
             return found
-    return _first_in_main(masked)
+    return _first_in_main(masked, rows)
