@@ -81,7 +81,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
     # Rate limits, then quotas and spending limits (never a product word alone: "billing" decides nothing).
     _p(r"rate[ _-]?limit|too many (?:requests|calls|attempts)|too many (?:concurrent|simultaneous|parallel) \w+|"
-       r"slow down|throttl(?!\w* (?:is |are )?not supported)|excessive (?:requests|calls)|"
+       r"slow down|throttl(?!\w*(?: \w+)? (?:is |are )?not supported)|excessive (?:requests|calls)|"
        r"(?:requests|calls) (?:are |were )?too (?:frequent|fast)|too (?:frequent|fast) (?:requests|calls)|"
        r"\bretry[- ]after\b|over (?:the )?(?:\w+ )?"
        r"(?:query|request|rate) limit", Code.RATE_LIMITED, "a rate limit",
@@ -97,7 +97,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\btoo many (?!open\b|opened\b|running\b|active\b|pending\b|concurrent\b|simultaneous\b|parallel\b|"
        r"failed\b|requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
        r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+\b"
-       r"(?! (?:open|opened|running|active|pending|in progress|at once)\b)",
+       r"(?! (?:open|opened|running|active|pending|in progress|at once|selected|given|specified|provided|passed|"
+       r"requested|supplied|included|in (?:the |this |your |a )?(?:request|query|call|list|filter|selection|input|"
+       r"batch))\b)",
        Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
        "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
     # HTTP statuses written into the text ("status code 404", "returned error: 403").
@@ -216,7 +218,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"blocks requests to|denied to|"
        r"not authori[sz]ed (?:to|on|for)\b|is not authori[sz]ed|\bnot accessible by\b|"
        r"\b(?:operations?|writes?|deletes?|updates?|inserts?) (?:are|is) disabled\b|"
-       r"missing (?:required )?scopes?\b|insufficient (?:\w+ )?scopes\b|insufficient (?:scopes?|"
+       r"missing (?:required )?scopes?\b|\blacks? (?:the )?(?:\S+ )?(?:scopes?|permissions?)\b|"
+       r"insufficient (?:\w+ )?scopes\b|insufficient (?:scopes?|"
        r"permissions?|privileges?)|\bread-?only\b|\bblocked\b(?! by)|\bdisallowed\b|\bprohibited\b|"
        r"\b(?:is|was|were|been|are) denied\b(?! by (?:the )?user)|\bdenied (?:access|permission)|requires (?:admin|"
        r"administrator|owner|elevated|root|superuser) "
@@ -259,7 +262,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
        r"\b(?:deployment|cluster|instance|server version|installation) (?:does not|doesn't) support\b|"
        r"\b(?:is|are) required (?:for|to) [^.\n]{0,60}\bbut (?:was |were )?not found\b|install the optional|"
-       r"\binstall \S+ to use\b|no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
+       r"\binstall \S+ to use\b|\bnot found (?:on|in) (?:the |your )?(?:system )?\$?PATH\b|"
+       r"no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"
        r"dependency|extra) (?:is )?(?:not available|missing)|not (?:yet )?(?:available|supported) in this (?:version|"
@@ -386,7 +390,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"formulas|items|pages|records|results|lines|files|steps)\b|\bover the (?:\w+ ){3}limit\b|\b(?:at most|no more "
        r"than|a maximum of|max(?:imum)?(?: of)?) [\d,]+ (?!seconds|minutes|hours|days|decimal|digits)[a-z]+s\b|"
        r"\btoo many (?:items|rows|records|tokens|bytes|characters|chars|elements|results|values|files|pages|cells|"
-       r"urls|ids|symbols|entries|lines)\b",
+       r"urls|ids|symbols|entries|lines)\b|\btoo many \w+ (?:selected|given|specified|provided|passed|requested|"
+       r"supplied|included|in (?:the |this |your |a )?(?:request|query|call|list|filter|selection|input|batch))\b",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
     # A step to do first, said as the remedy ("Call open_document first."): after every size or lookup reading.

@@ -18,6 +18,8 @@ from shadow.contract._phrases import PHRASES, STATUS_LINE
 #: failed:", "Security violation:"): the meaning is in what follows, which is read first.
 _WRAPPER = re.compile(
     r"^\s*(?:(?:mcp )?error(?: -?\d+)?|unexpected error|an? error occurred|error occurred|database error|"
+    r"(?:an? )?(?:unexpected |unknown |internal )?(?:server )?error (?:has )?occurred (?:while|when) [^:\n]{1,60}|"
+    r"http(?:/[\d.]+)? \d{3}(?: [\w-]+){0,3}|"
     r"security violation|(?:an? )?(?:unexpected |unknown )?error (?:has )?occurred\.\s*(?:error )?message|"
     r"(?:error )?message|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
     re.IGNORECASE)

@@ -27,3 +27,29 @@ def test_the_words_of_a_message_outrank_the_status_number_written_in_it(text: st
 def test_a_status_number_still_decides_when_the_words_say_nothing(text: str, code: Code) -> None:
     found = propose(text)
     assert found is not None and found.code is code
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("An unknown error occurred while saving: title must not be empty", Code.VALIDATION_ERROR),
+    ("HTTP 500 Internal Server Error: payload exceeds 2 MB", Code.PAYLOAD_TOO_LARGE),
+    ("HTTP 503 Service Unavailable", Code.UPSTREAM_UNAVAILABLE),  # nothing after the opening: the opening decides
+])
+def test_a_generic_failure_opening_yields_to_what_follows_it(text: str, code: Code) -> None:
+    found = propose(text)
+    assert found is not None and found.code is code
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("Too many columns selected: at most 50 columns per export", Code.PAYLOAD_TOO_LARGE),  # the call's own input
+    ("Error: Too many reservations", Code.QUOTA_EXCEEDED),  # what the account holds
+    ("Token lacks the 'repo' scope required to create releases", Code.PERMISSION_DENIED),
+    ("Conversion failed: pandoc not found on PATH", Code.NOT_IMPLEMENTED),
+])
+def test_a_side_word_does_not_decide_against_what_the_message_is_about(text: str, code: Code) -> None:
+    found = propose(text)
+    assert found is not None and found.code is code
+
+
+def test_a_throttling_feature_that_is_not_supported_is_no_rate_limit() -> None:
+    found = propose("Throttling rules are not supported on the free edition of this dashboard.")
+    assert found is None or found.code is not Code.RATE_LIMITED
