@@ -38,7 +38,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"\bETIMEDOUT\b|\bESOCKETTIMEDOUT\b|ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|Timeout(?:Error|"
         r"Exception)|\btimed[ -]?out\b|"
        r"(?:request|read|connect(?:ion)?|navigation|gateway|operation|query|statement|socket|server|upstream|"
-       r"network|api|proxy|response)[ _-]?time-?out|\btime-?out (?:of|after|exceeded|expired|error|waiting|while|"
+       r"network|api|proxy|response)[ _-]?time-?out|"
+       r"\btime-?out (?:<value> )?(?:of|after|exceeded|expired|error|waiting|while|"
        r"reached)|^\s*time-?out\b(?! (?:must|should|is required|value|parameter|argument))|deadline exceeded|"
        r"\b(?:event|crawl|livecrawl|page|load|render|wait|idle|lock|job|"
        r"task|run|tool|execution|command|process|script|browser)[ _-]?time-?out\b|did not (?:finish|complete|respond|"
@@ -75,7 +76,10 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"" + _SERVICE + r" (?:is |are )?(?:temporarily |currently )?(?:unavailable|not available|down|unreachable|"
        r"overloaded)|"
        r"temporarily unavailable|\boverloaded\b|bad gateway|broken pipe|(?:internal )?server error|"
-       r"\bfetch failed\b|\bno response\b|\bbackend error\b|empty response|\bunavailable \(?5\d\d|too many redirects|"
+       r"\bfetch failed\b|\bno response\b(?! (?:\w+ ){0,3}found\b)|"
+       r"\b(?:failed to|could not|couldn't|unable to|cannot) (?:parse|decode|read) (?:the )?(?:\w+ )?"
+       r"(?:api |server |upstream |http )?response\b|\bbackend error\b|"
+       r"empty response|\bunavailable \(?5\d\d|too many redirects|"
        r"^\s*(?:an? )?unknown (?:server )?error\b|try again later|retry later",
        Code.UPSTREAM_UNAVAILABLE, "a service could not be reached",
        "A service this tool depends on could not be reached. Make the identical call again shortly."),
@@ -132,7 +136,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"error in (?:your )?(?:\w+ )?syntax|invalid syntax|could not be parsed|parse error|failed to parse|"
        r"parsing (?:error|exception)|failed to decode|could not decode|invalid json|not valid json|"
        r"error while parsing|(?:unable|could not|couldn't|cannot|can't) (?:to )?parse|\bis not defined\b|"
-       r"division by zero|cannot assign to|unsupported operand type|can only concatenate", _V,
+       r"division by zero|cannot assign to|unsupported operand type|can only concatenate|"
+       r"\bempty (?:\w+ ){0,2}(?:is|are) not (?:allowed|permitted|accepted)\b", _V,
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
@@ -208,7 +213,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"unable to) extract (?:any )?text\b|"
        r"\bexpected [\w/*.+-]+ (?:mime[ -]?)?type, got\b|\bwith (?:an? )?(?:account|app|service)[ -]level "
        r"(?:auth|token|credentials)\b|\bare not supported for\b|"
-       r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)",
+       r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)|"
+       r"\bmethod not allowed\b",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
     _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|(?<!method )not allowed|"
@@ -262,7 +268,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
        r"\b(?:deployment|cluster|instance|server version|installation) (?:does not|doesn't) support\b|"
        r"\b(?:is|are) required (?:for|to) [^.\n]{0,60}\bbut (?:was |were )?not found\b|install the optional|"
-       r"\binstall \S+ to use\b|\bnot found (?:on|in) (?:the |your )?(?:system )?\$?PATH\b|"
+       r"\binstall \S+ to use\b|\bplease install\b|\binstall [^\n]{1,60}?,? (?:and )?then (?:try|retry|run)\b|"
+       r"\bbinary not found\b|\bnpx \S+ install\b|\bnot found (?:on|in) (?:the |your )?(?:system )?\$?PATH\b|"
        r"no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "
        r"install\b|requires (?:the )?(?:optional )?\S+ (?:package|library|module|extra|dependency)\b|(?:library|"

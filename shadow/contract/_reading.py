@@ -50,8 +50,8 @@ def reading(text: str) -> tuple[Phrase, str] | None:
 #: A first sentence followed by a remedy or a side rule ("... is blocked. Only read operations are allowed.",
 #: "Too many requests. Please try again later."): the first sentence is read first, so the advice never decides.
 _REMEDY_AFTER = re.compile(
-    r"[.!](?=\s+(?:please|try|retry|use|check|verify|ensure|make sure|only|wait|restart|you (?:may|can|should)|"
-    r"contact|consider|see)\b)", re.IGNORECASE)
+    r"[.!](?=\s+(?:please(?! install)|try|retry|use|check|verify|ensure|make sure|only|wait|restart|"
+    r"you (?:may|can|should)|contact|consider|see)\b)", re.IGNORECASE)
 #: A status line the layer appends to every message ("...\n Code: 500"): read after the message it follows.
 _TRAILER = re.compile(r"\n\s*(?:status(?: code)?|code)\s*:\s*\d{3}\s*$", re.IGNORECASE)
 
@@ -67,6 +67,10 @@ def _main_clause(text: str) -> str:
 #: words do ("failed with status 500: 'due_date' must be a date" is about the date; a retry would repeat it).
 _STATUS_ROWS: Final = tuple(phrase for phrase in PHRASES if phrase.source.startswith(STATUS_LINE))
 _WORD_ROWS: Final = tuple(phrase for phrase in PHRASES if not phrase.source.startswith(STATUS_LINE))
+#: A client library's typed error with a 4xx status ("NotFoundError(404, ...)", "AuthorizationException(403, ...)")
+#: names the kind of mistake: its status is read before the words of its detail (400 and 422, which libraries use
+#: for every rejected request, are not).
+_TYPED_CLIENT_ERROR: Final = re.compile(r"\b\w*(?:Error|Exception)\(\s*4(?!00|22)\d\d\b")
 
 
 def _first_in_main(text: str, rows: tuple[Phrase, ...]) -> Phrase | None:
@@ -107,6 +111,9 @@ def _propose(text: str) -> Phrase | None:
 def _read_masked(masked: str) -> Phrase | None:
     """``_propose`` of a masked text: texts that differ only in an id, an amount or a quoted value are one template,
     read once (the table's reading costs far more than the masking). Words first, a written status after."""
+    typed = _TYPED_CLIENT_ERROR.search(masked)
+    if typed is not None and (found := _first(typed.group(0), _STATUS_ROWS)) is not None:
+        return found
     return _read_rows(masked, _WORD_ROWS) or _read_rows(masked, _STATUS_ROWS)
 
 

@@ -37,6 +37,7 @@ BATCHES = (
     ("sixth", "31868d4", "31868d4"),
     ("seventh", "6c17ab2", "6c17ab2"),
     ("eighth", "d34960a", "d34960a"),
+    ("ninth", "688c6c0", "688c6c0"),
 )
 
 #: Run with the old commit's package first on the path: today's scorer, that commit's rules and table.

@@ -37,7 +37,7 @@ def _served(text: str) -> str:
     ("Extra inputs are not permitted", "permission_denied", "validation_error"),
     ("Field 'colour' is not allowed", "permission_denied", "validation_error"),
     ("HTML tags are not allowed in the title", "permission_denied", "validation_error"),
-    ("Method Not Allowed", "permission_denied", UNPLACED),
+    ("Method Not Allowed", "permission_denied", "unsupported_input"),  # HTTP 405: this endpoint takes no such call
     ("Refusing to write an empty file", "permission_denied", UNPLACED),
     # an abort with a stated cause is read by the cause
     ("Upload aborted: file too large", "cancelled", "payload_too_large"),

@@ -53,3 +53,35 @@ def test_a_side_word_does_not_decide_against_what_the_message_is_about(text: str
 def test_a_throttling_feature_that_is_not_supported_is_no_rate_limit() -> None:
     found = propose("Throttling rules are not supported on the free edition of this dashboard.")
     assert found is None or found.code is not Code.RATE_LIMITED
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    # a client library's typed error with a specific 4xx status: the status names the mistake, not its detail's words
+    ("Unexpected error in delete_alias: NotFoundError(404, 'aliases_not_found_exception', 'aliases [x] missing')",
+     Code.NOT_FOUND),
+    ("AuthorizationException(403, 'security_exception', 'action [indices:admin/delete] is unauthorized for user')",
+     Code.PERMISSION_DENIED),
+    # 400 is every rejected request's status: the detail decides
+    ("BadRequestError(400, 'resource_already_exists_exception', 'index [orders] already exists')",
+     Code.ALREADY_EXISTS),
+])
+def test_a_typed_client_error_is_read_by_its_specific_status(text: str, code: Code) -> None:
+    found = propose(text)
+    assert found is not None and found.code is code
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("npx command not found. Install Node.js and npm, then try again.", Code.NOT_IMPLEMENTED),
+    ("No working container tool found. Please install and start Docker or Podman.", Code.NOT_IMPLEMENTED),
+    ("Failed to install webkit browser. Please run: npx playwright install webkit.", Code.NOT_IMPLEMENTED),
+    ("Failed to parse API response: Unexpected token '<', \"<!DOCTYPE \"... is not valid JSON",
+     Code.UPSTREAM_UNAVAILABLE),
+    ("Empty search strings are not allowed. Please provide a non-empty string.", Code.VALIDATION_ERROR),
+    ("No response wait operation found with ID: orders-api", Code.NOT_FOUND),
+    ("page.click: Timeout 30000ms exceeded.", Code.UPSTREAM_TIMEOUT),
+    ("Client error '405 Method Not Allowed' for url 'https://es.internal:9200/_cluster/health'",
+     Code.UNSUPPORTED_INPUT),
+])
+def test_the_ninth_batchs_shapes_read_as_what_they_say(text: str, code: Code) -> None:
+    found = propose(text)
+    assert found is not None and found.code is code

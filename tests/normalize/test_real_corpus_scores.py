@@ -16,9 +16,11 @@ def test_the_dev_part_is_placed_with_few_wrong_codes() -> None:
     # sixth batch (724 entries) after its dev-only round: wrong 1.1% (8), unplaced 6.5% (47); before it 2.1%, 9.4%.
     # With the seventh batch (882 entries) after its dev-only round: wrong 1.2% (11), unplaced 7.7% (68); before it
     # 2.5% (22), 11.1% (98). With the eighth batch (972 entries) after its dev-only round (the main clause decides,
-    # then narrow phrasings): wrong 1.2% (12), unplaced 7.6% (74); before it 2.5% (24), 8.4% (82).
-    assert DEV.wrong_share <= 0.013
-    assert DEV.unplaced_share <= 0.077
+    # then narrow phrasings): wrong 1.2% (12), unplaced 7.6% (74); before it 2.5% (24), 8.4% (82). With the ninth
+    # batch (1102 entries) after its dev-only round: wrong 2.2% (24), unplaced 8.5% (94); its new layers went from 20
+    # wrong, 24 unplaced of 130 to 12, 20, the older entries unchanged.
+    assert DEV.wrong_share <= 0.022
+    assert DEV.unplaced_share <= 0.086
 
 
 def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
@@ -26,11 +28,12 @@ def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
     # unplaced 17.1% (66); before it 5.7% (22), 16.9% (65). The ninth look, after the sixth batch's dev-only round:
     # unchanged, 5.5% (21), 17.1% (66). The tenth look, after the seventh batch (three new held-out layers, 473
     # entries) and its dev-only round: wrong 9.3% (44), unplaced 15.6% (74). The eleventh look, after the eighth
-    # batch (four new held-out layers, 571 entries) and its dev-only round: wrong 9.3% (53), unplaced 15.8% (90); the
-    # floors follow the measured figures.
+    # batch (four new held-out layers, 571 entries) and its dev-only round: wrong 9.3% (53), unplaced 15.8% (90). The
+    # fourteenth look, after the ninth batch (three new held-out layers, 632 entries) and its dev-only round: wrong
+    # 9.7% (61), unplaced 16.5% (104); the floors follow the measured figures.
     print(f"\nheld-out: wrong {HELDOUT.wrong_share:.1%}, unplaced {HELDOUT.unplaced_share:.1%}")
-    assert HELDOUT.wrong_share <= 0.093
-    assert HELDOUT.unplaced_share <= 0.158
+    assert HELDOUT.wrong_share <= 0.097
+    assert HELDOUT.unplaced_share <= 0.165
 
 
 @pytest.mark.xfail(strict=True, reason="issue 27's held-out targets are not met yet (see bench_classifier.py)")
