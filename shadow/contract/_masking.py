@@ -23,6 +23,11 @@ _VALUES = re.compile(r"""
   | [$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF)\b
   | \b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b
 """, re.VERBOSE)
+#: A list of two or more quoted values ("Overview", "Service quotas"; the options a message offers) is values, never
+#: the message: no item may be a JSON key (followed by a colon), and an exception's arguments
+#: (``BadRequestError(400, 'x', 'index already exists')``) are not a list.
+_ITEM = r"""(?:"[^"\n]{1,80}"|'[^'\n]{1,80}')(?!\s*:)"""
+_QUOTED_LIST = re.compile(rf"(?<![\w\"'(])(?<!\(\d\d\d, ){_ITEM}(?:\s*,\s*{_ITEM})+")
 #: ``ERROR_CODES`` and ``snake_case_codes`` (no digits) read as words: ``channel_not_found`` is "channel not found".
 _SNAKE = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+)+\b")
 #: Phrases are read in the start of a text; an error's meaning is stated there, and a long text stays cheap.
@@ -36,7 +41,7 @@ def mask_locations(text: str) -> str:
     words, so a word inside a value (a host under ``.invalid``, a repository named ``billing``) never decides."""
     text = text[:MAX_READ]
     text = _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
-    text = _VALUES.sub(_value, text)
+    text = _VALUES.sub(_value, _QUOTED_LIST.sub("<value>", text))
     return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), text)
 
 

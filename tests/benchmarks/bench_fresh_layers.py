@@ -38,6 +38,7 @@ BATCHES = (
     ("seventh", "6c17ab2", "6c17ab2"),
     ("eighth", "d34960a", "d34960a"),
     ("ninth", "688c6c0", "688c6c0"),
+    ("tenth", "dd52b84", "dd52b84"),
 )
 
 #: Run with the old commit's package first on the path: today's scorer, that commit's rules and table.

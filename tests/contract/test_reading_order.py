@@ -85,3 +85,15 @@ def test_a_typed_client_error_is_read_by_its_specific_status(text: str, code: Co
 def test_the_ninth_batchs_shapes_read_as_what_they_say(text: str, code: Code) -> None:
     found = propose(text)
     assert found is not None and found.code is code
+
+
+def test_a_list_of_quoted_options_is_masked_as_values() -> None:
+    from shadow.contract._masking import mask_locations
+
+    text = 'Section "Pricing" not found. Available sections: "Overview", "Service quotas", "Quotas and limits"'
+    assert mask_locations(text) == "Section <value> not found. Available sections: <value>"
+    found = propose(text)
+    assert found is not None and found.code is Code.NOT_FOUND  # no quota word inside an option decides
+    # a JSON object's keys and values, and an exception's arguments, are no list
+    assert mask_locations('{"error":"Bad request","code":400}') == '{"error":"Bad request","code":400}'
+    assert "already exists" in mask_locations("BadRequestError(400, 'resource_exists', 'index orders already exists')")

@@ -18,9 +18,10 @@ def test_the_dev_part_is_placed_with_few_wrong_codes() -> None:
     # 2.5% (22), 11.1% (98). With the eighth batch (972 entries) after its dev-only round (the main clause decides,
     # then narrow phrasings): wrong 1.2% (12), unplaced 7.6% (74); before it 2.5% (24), 8.4% (82). With the ninth
     # batch (1102 entries) after its dev-only round: wrong 2.2% (24), unplaced 8.5% (94); its new layers went from 20
-    # wrong, 24 unplaced of 130 to 12, 20, the older entries unchanged.
-    assert DEV.wrong_share <= 0.022
-    assert DEV.unplaced_share <= 0.086
+    # wrong, 24 unplaced of 130 to 12, 20, the older entries unchanged. With the tenth batch (1190 entries) after its
+    # dev-only round (a list of quoted options is masked as values): wrong 2.4% (28), unplaced 9.6% (114).
+    assert DEV.wrong_share <= 0.024
+    assert DEV.unplaced_share <= 0.096
 
 
 def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
@@ -30,10 +31,11 @@ def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
     # entries) and its dev-only round: wrong 9.3% (44), unplaced 15.6% (74). The eleventh look, after the eighth
     # batch (four new held-out layers, 571 entries) and its dev-only round: wrong 9.3% (53), unplaced 15.8% (90). The
     # fourteenth look, after the ninth batch (three new held-out layers, 632 entries) and its dev-only round: wrong
-    # 9.7% (61), unplaced 16.5% (104); the floors follow the measured figures.
+    # 9.7% (61), unplaced 16.5% (104). The fifteenth look, after the tenth batch (three new held-out layers, 683
+    # entries) and its dev-only round: wrong 9.4% (64), unplaced 16.7% (114); the floors follow the measured figures.
     print(f"\nheld-out: wrong {HELDOUT.wrong_share:.1%}, unplaced {HELDOUT.unplaced_share:.1%}")
-    assert HELDOUT.wrong_share <= 0.097
-    assert HELDOUT.unplaced_share <= 0.165
+    assert HELDOUT.wrong_share <= 0.094
+    assert HELDOUT.unplaced_share <= 0.167
 
 
 @pytest.mark.xfail(strict=True, reason="issue 27's held-out targets are not met yet (see bench_classifier.py)")
