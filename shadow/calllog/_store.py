@@ -90,11 +90,10 @@ class _Insert:
         if missing:
             raise RuntimeError(f"{record_type.__name__} fields {missing} have no column in table {table.name!r}")
         mark = "?" if backend == "sqlite" else "%s"
-        row_marks = ", ".join(mark for _ in fields)
-        self.sql = (
-            f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) "
-            f"VALUES ({row_marks}) ON CONFLICT ({_quote('id')}) DO NOTHING"
-        )
+        into = f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) VALUES "
+        on_conflict = f" ON CONFLICT ({_quote('id')}) DO NOTHING"
+        row_marks = f"({', '.join(mark for _ in fields)})"
+        self.sql = into + row_marks + on_conflict
         self.to_time: Callable[[dt.datetime], Any] = _sqlite_time if backend == "sqlite" else utc
         # One generated function per table (as dataclasses generates __init__): a tuple of the fields in order,
         # JSON columns through orjson, times in UTC; a third faster than a loop over the fields.
@@ -109,10 +108,7 @@ class _Insert:
         # SQLite: rows in groups per statement. Its driver lets go of the GIL for every statement step, and each
         # time a busy thread takes it, the writer waits for it back: one step per group, not one per row.
         self.group = min(_GROUP, 999 // len(fields))
-        self.group_sql = (
-            f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(n) for n in fields)}) VALUES "
-            f"{', '.join([f'({row_marks})'] * self.group)} ON CONFLICT ({_quote('id')}) DO NOTHING"
-        ) if backend == "sqlite" else None
+        self.group_sql = into + ", ".join([row_marks] * self.group) + on_conflict if backend == "sqlite" else None
 
     def statements(self, records: Sequence[Built]) -> list[tuple[str, Any]]:
         """The statements that insert ``records``: on SQLite, ``group`` rows per statement and the rest one per

@@ -6,7 +6,7 @@ from typing import Final
 
 from shadow.contract._codes import Code
 from shadow.contract._phrase import Phrase
-from shadow.contract._phrases_first import FIRST_ROWS, SERVICE, STATUS_LINE
+from shadow.contract._phrases_first import FIRST_ROWS, OWN_INPUT, SERVICE, STATUS_LINE
 
 __all__ = ["PHRASES", "STATUS_LINE"]
 
@@ -286,8 +286,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"formulas|items|pages|records|results|lines|files|steps)\b|\bover the (?:\w+ ){3}limit\b|\b(?:at most|no more "
        r"than|a maximum of|max(?:imum)?(?: of)?) [\d,]+ (?!seconds|minutes|hours|days|decimal|digits)[a-z]+s\b|"
        r"\btoo many (?:items|rows|records|tokens|bytes|characters|chars|elements|results|values|files|pages|cells|"
-       r"urls|ids|symbols|entries|lines)\b|\btoo many \w+ (?:selected|given|specified|provided|passed|requested|"
-       r"supplied|included|in (?:the |this |your |a )?(?:request|query|call|list|filter|selection|input|batch))\b",
+       r"urls|ids|symbols|entries|lines)\b|\btoo many \w+ " + OWN_INPUT + r"\b",
        Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
        "The input is too large. Send a smaller one, for example fewer items per call."),
     # A step to do first, said as the remedy ("Call open_document first."): after every size or lookup reading.

@@ -21,6 +21,11 @@ STATUS_LINE = (r"(?:status(?: code)?:?|returned(?: error| status| code| http)*:?
 SERVICE = (r"(?:service|server|api|backend|upstream|database|db|host|endpoint|site|website|provider|gateway|"
            r"cluster|instance|node|network)s?")
 
+#: What follows "too many <noun>" when the noun is the call's own input ("too many columns selected"): a size the
+#: call can shrink, never a used-up quota.
+OWN_INPUT = (r"(?:selected|given|specified|provided|passed|requested|supplied|included|in (?:the |this |your |a )?"
+             r"(?:request|query|call|list|filter|selection|input|batch))")
+
 #: In order: the first row whose pattern is found wins.
 FIRST_ROWS: Final[tuple[Phrase, ...]] = (
     # A value that cannot be, said with "does not exist": the argument is wrong, nothing is missing.
@@ -103,9 +108,7 @@ FIRST_ROWS: Final[tuple[Phrase, ...]] = (
        r"\btoo many (?!open\b|opened\b|running\b|active\b|pending\b|concurrent\b|simultaneous\b|parallel\b|"
        r"failed\b|requests|calls|attempts|arguments|args|items|parameters|params|fields|values|characters|"
        r"chars|results|redirects|connections|open files|tokens|bytes|retries|elements|rows|records)\w+\b"
-       r"(?! (?:open|opened|running|active|pending|in progress|at once|selected|given|specified|provided|passed|"
-       r"requested|supplied|included|in (?:the |this |your |a )?(?:request|query|call|list|filter|selection|input|"
-       r"batch))\b)",
+       r"(?! (?:open|opened|running|active|pending|in progress|at once|" + OWN_INPUT + r")\b)",
        Code.QUOTA_EXCEEDED, "a quota or spending limit is used up",
        "A usage quota or spending limit is used up. Tell the user; retrying will not help."),
     # HTTP statuses written into the text ("status code 404", "returned error: 403").

@@ -110,22 +110,26 @@ def _propose(text: str) -> Phrase | None:
 @functools.lru_cache(maxsize=2048)
 def _read_masked(masked: str) -> Phrase | None:
     """``_propose`` of a masked text: texts that differ only in an id, an amount or a quoted value are one template,
-    read once (the table's reading costs far more than the masking). Words first, a written status after."""
+    read once (the table's reading costs far more than the masking). Words first, a written status after; in each,
+    what follows a wrapper's opening first, then the whole text."""
     typed = _TYPED_CLIENT_ERROR.search(masked)
     if typed is not None and (found := _first(typed.group(0), _STATUS_ROWS)) is not None:
         return found
-    return _read_rows(masked, _WORD_ROWS) or _read_rows(masked, _STATUS_ROWS)
+    inner = _unwrapped(masked)
+    texts = (inner, masked) if inner != masked and inner.strip() else (masked,)
+    for rows in (_WORD_ROWS, _STATUS_ROWS):
+        for text in texts:
+            if (found := _first_in_main(text, rows)) is not None:
+                return found
+    return None
 
 
-def _read_rows(masked: str, rows: tuple[Phrase, ...]) -> Phrase | None:
+def _unwrapped(masked: str) -> str:
+    """``masked`` without up to three wrapper openings ("Error executing tool x: Query failed: ...")."""
     inner = masked
     for _ in range(3):
         stripped = _WRAPPER.sub("", inner, count=1)
         if stripped == inner:
             break
         inner = stripped
-    if inner != masked and inner.strip():
-        found = _first_in_main(inner, rows)
-        if found is not None:
-            return found
-    return _first_in_main(masked, rows)
+    return inner
