@@ -51,8 +51,9 @@ def shown_name(exc: BaseException) -> str | None:
 def fit_message(text: object) -> str | None:
     """The author's text as a payload message: credentials scrubbed, a leading ``Error:`` dropped, whitespace
     folded, at most two sentences and 400 characters (cut with an ellipsis); ``None`` when nothing usable is left
-    (no text, or a traceback, which never goes to the model). A plain ``str`` is fitted once per text (error texts
-    repeat: the same few messages make most of a tool's errors)."""
+    (no words: nothing or a bare number, whose code's own message says more; or a traceback, which never goes to
+    the model). A plain ``str`` is fitted once per text (error texts repeat: the same few messages make most of a
+    tool's errors)."""
     if type(text) is str and len(text) <= _CACHED_TEXT:  # exactly str: a ``Public`` text (unscrubbed) never is
         return _fit_text(text)
     return _fit(text)
@@ -69,7 +70,7 @@ def _fit(text: object) -> str | None:
     if not isinstance(text, str) or _TRACEBACK.match(text):
         return None
     folded = " ".join(_LEADING.sub("", scrub_text(text[:_READ]), count=1).split())
-    if not folded:
+    if not any(c.isalpha() for c in folded):  # nothing, or a bare number ("Error: 503"): the code's own words say more
         return None
     if len(folded) > MAX_MESSAGE_CHARS:
         cut = folded[: MAX_MESSAGE_CHARS - 4]

@@ -60,7 +60,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"would be overwritten by (?:checkout|merge)|commit your changes or stash|uncommitted changes|"
        r"working (?:tree|directory) (?:is )?(?:not clean|dirty)|not in a clean state|must be empty|"
        r"is not empty\b|(?<!client )(?<!client is )not (?:yet )?initiali[sz]ed|not ready\b|is locked by|already in "
-       r"progress|\brepository is empty\b|\bnot mergeable\b",
+       r"progress|\brepository is empty\b|\bnot mergeable\b|"
+       # "Install Node.js, then try again": a step the user can take, after which the call goes on (not a stop)
+       r"\binstall [^\n]{1,60}?,? (?:and )?then (?:try|retry|run)\b",
        _FP, "a precondition of the current state does not hold",
        "The current state does not allow this yet: {value}. Do the required step first, for example check the "
        "status and stage or clean up."),
@@ -157,7 +159,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"not supported (?:yet|by (?:this|the) (?:server|tool|api|version|backend))\b|"
        r"\b(?:deployment|cluster|instance|server version|installation) (?:does not|doesn't) support\b|"
        r"\b(?:is|are) required (?:for|to) [^.\n]{0,60}\bbut (?:was |were )?not found\b|install the optional|"
-       r"\binstall \S+ to use\b|\bplease install\b|\binstall [^\n]{1,60}?,? (?:and )?then (?:try|retry|run)\b|"
+       r"\binstall \S+ to use\b|\bplease install\b|"
        r"\bbinary not found\b|\bnpx \S+ install\b|\bnot found (?:on|in) (?:the |your )?(?:system )?\$?PATH\b|"
        r"no module named|ModuleNotFoundError|\bImportError\b|\b(?:pip|npm|"
        r"uv|brew|apt(?:-get)?) "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shadow.contract._codes import Code
+import shadow
+from shadow.contract._codes import Code, NextAction
 from shadow.contract._reading import propose
 
 
@@ -71,7 +72,6 @@ def test_a_typed_client_error_is_read_by_its_specific_status(text: str, code: Co
 
 
 @pytest.mark.parametrize(("text", "code"), [
-    ("npx command not found. Install Node.js and npm, then try again.", Code.NOT_IMPLEMENTED),
     ("No working container tool found. Please install and start Docker or Podman.", Code.NOT_IMPLEMENTED),
     ("Failed to install webkit browser. Please run: npx playwright install webkit.", Code.NOT_IMPLEMENTED),
     ("Failed to parse API response: Unexpected token '<', \"<!DOCTYPE \"... is not valid JSON",
@@ -97,3 +97,17 @@ def test_a_list_of_quoted_options_is_masked_as_values() -> None:
     # a JSON object's keys and values, and an exception's arguments, are no list
     assert mask_locations('{"error":"Bad request","code":400}') == '{"error":"Bad request","code":400}'
     assert "already exists" in mask_locations("BadRequestError(400, 'resource_exists', 'index orders already exists')")
+
+
+def test_an_install_the_user_can_do_before_trying_again_asks_the_user_and_never_stops() -> None:
+    error = shadow.Rules.default().translate_result(
+        {"error": "npx command not found. Install Node.js and npm, then try again."}).error
+    assert error is not None
+    assert (error.code, error.next_action) == (Code.FAILED_PRECONDITION, NextAction.ASK_USER)
+    assert error.message == "npx command not found. Install Node.js and npm, then try again."
+
+
+def test_a_bare_status_number_is_served_in_its_codes_own_words() -> None:
+    error = shadow.Rules.default().translate_result({"error": "Error: 503"}).error
+    assert error is not None and error.code is Code.UPSTREAM_UNAVAILABLE
+    assert error.message == shadow.CODE_TABLE[Code.UPSTREAM_UNAVAILABLE].default_message  # not "503"
