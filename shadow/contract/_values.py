@@ -7,13 +7,10 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
+from shadow.contract._openings import error_string
+
 ValueMatch: TypeAlias = Callable[[Any], bool]
 
-ERROR_TEXT_PREFIX = re.compile(
-    r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]{1,40} (?:error|exception)\s*:)",
-    re.IGNORECASE)
-#: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
-STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 ERROR_KEYS: Final = ("error", "errors", "error_message", "errorMessage", "err", "exception", "fault")
 TEXT_KEYS: Final = ("error", "message", "detail", "error_message", "errorMessage", "msg", "reason", "title")
 STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "code")
@@ -57,9 +54,10 @@ def status_of(value: object) -> int | None:
 
 
 def looks_like_error(value: object) -> bool:
-    """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, 'Error: ...' text."""
+    """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, a text that opens as an
+    error ("Error: ...", "Could not ...", "Sheet 'Q3' not found": ``error_string``)."""
     if isinstance(value, str):
-        return bool(ERROR_TEXT_PREFIX.match(value) or STATUS_LINE.match(value))
+        return error_string(value)
     if isinstance(value, Mapping):
         if value.get("ok") is False or value.get("success") is False:
             return True

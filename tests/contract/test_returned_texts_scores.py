@@ -1,0 +1,23 @@
+"""Error detection on the labelled texts real tools return: errors read as errors, successes never (dev, held-out)."""
+
+from __future__ import annotations
+
+from tests._returned_texts import detect, entries
+
+DEV, HELDOUT = detect(entries("dev")), detect(entries("heldout"))
+
+
+def test_the_dev_part_reads_most_returned_errors_and_no_success_as_an_error() -> None:
+    # Measured 2026-12-07 on 82 dev errors and 67 successes: before the failure openings 53 read (64.6%), after
+    # them 77 (93.9%); no false alarm before or after.
+    assert DEV.recall >= 0.939
+    assert DEV.false_alarms == 0
+
+
+def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
+    # Measured 2026-12-07 on the held-out part, never tuned on (three looks, in tests/fixtures/returned_texts/
+    # README.md): 105 of 136 errors read before the failure openings; 118 of 135 (87.4%) after them and the
+    # one-message guard, no false alarm among 86 successes.
+    print(f"\nheld-out: {HELDOUT.recall:.1%} of errors read, {HELDOUT.false_alarms} false alarms")
+    assert HELDOUT.recall >= 0.874
+    assert HELDOUT.false_alarms == 0
