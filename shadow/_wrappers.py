@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
 from shadow.flags._db import Variant
 
 if TYPE_CHECKING:
     from shadow._adapter import _Runner as Runner
+    from shadow._adapter import _Started as Started
 
 _get_hooks: Final = sys.get_asyncgen_hooks
 _set_hooks: Final = sys.set_asyncgen_hooks
@@ -17,6 +19,9 @@ _ARM_LEGACY: Final = Variant.LEGACY  # a stream is always served as the tool's o
 
 
 def _sync(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
+    """A plain tool; one that hands back a coroutine (``def tool(): return impl()``, which FastMCP and others await)
+    gives a coroutine that awaits it, so the call is logged, and in cutover served, by what the coroutine gives."""
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = runner.begin()
         if started is None:
@@ -31,6 +36,8 @@ def _sync(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: logged as cancelled, re-raised unchanged
             runner.finish(started, args, kwargs, exc=exc)
             raise
+        if isinstance(value, CoroutineType):
+            return _awaited(value, runner, started, args, kwargs)
         structured = runner.finish(started, args, kwargs, value=value)
         return value if structured is None else structured
 
@@ -42,20 +49,26 @@ def _async(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
         started = runner.begin()
         if started is None:
             return await fn(*args, **kwargs)
-        try:
-            value = await fn(*args, **kwargs)
-        except Exception as exc:
-            structured = runner.finish(started, args, kwargs, exc=exc)
-            if structured is None:
-                raise
-            return structured
-        except BaseException as exc:  # CancelledError (a wait_for timeout), KeyboardInterrupt, SystemExit
-            runner.finish(started, args, kwargs, exc=exc)
-            raise
-        structured = runner.finish(started, args, kwargs, value=value)
-        return value if structured is None else structured
+        return await _awaited(fn(*args, **kwargs), runner, started, args, kwargs)
 
     return wrapper
+
+
+async def _awaited(awaitable: Awaitable[Any], runner: Runner, started: Started, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Any:
+    """The call's value once ``awaitable`` gives it (or the structured payload in its place), the call logged."""
+    try:
+        value = await awaitable
+    except Exception as exc:
+        structured = runner.finish(started, args, kwargs, exc=exc)
+        if structured is None:
+            raise
+        return structured
+    except BaseException as exc:  # CancelledError (a wait_for timeout), KeyboardInterrupt, SystemExit
+        runner.finish(started, args, kwargs, exc=exc)
+        raise
+    structured = runner.finish(started, args, kwargs, value=value)
+    return value if structured is None else structured
 
 
 def _generator(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:

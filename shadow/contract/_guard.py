@@ -6,6 +6,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, ParamSpec, TypeVar, overload
 
 from shadow._logs import get_logger
@@ -159,6 +160,16 @@ def _guard(fn: Callable[..., Any], *, rules: Rules | None, idempotent: bool, nam
             value = fn(*args, **kwargs)
         except Exception as exc:
             return _error_payload(exc, (signature, args, kwargs), rules, idempotent, tool_name)
+        if isinstance(value, CoroutineType):  # ``def tool(): return impl()``: the payload of what it gives
+            return _awaited(value, (signature, args, kwargs))  # type: ignore[return-value]
+        return outcome_of_value(value, rules=rules, idempotent=idempotent, tool=tool_name).payload
+
+    async def _awaited(coroutine: Awaitable[Any], call: tuple[inspect.Signature, tuple[Any, ...], dict[str, Any]],
+                       ) -> Payload:
+        try:
+            value = await coroutine
+        except Exception as exc:
+            return _error_payload(exc, call, rules, idempotent, tool_name)
         return outcome_of_value(value, rules=rules, idempotent=idempotent, tool=tool_name).payload
 
     wrapper.__shadow_guarded__ = True  # type: ignore[attr-defined]

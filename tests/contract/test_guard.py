@@ -227,3 +227,21 @@ def test_guard_accepts_a_positional_name_and_rejects_misuse_at_decoration() -> N
         shadow.guard("a", name="b")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="rules must be"):
         shadow.guard(rules="x")  # type: ignore[call-overload]
+
+
+def test_a_plain_function_that_hands_back_a_coroutine_is_guarded_by_what_the_coroutine_gives() -> None:
+    async def impl(name: str) -> str:
+        if name == "x":
+            raise KeyError(name)
+        return f"Document {name} created"
+
+    @shadow.guard
+    def create(name: str) -> object:
+        return impl(name)
+
+    async def run() -> tuple[object, object]:
+        return await create("a"), await create("x")  # type: ignore[misc]
+
+    made, failed = asyncio.run(run())
+    assert made == {"ok": True, "data": "Document a created"}
+    assert isinstance(failed, dict) and failed["ok"] is False and failed["error"]["code"] == "internal_error"
