@@ -109,7 +109,7 @@ def _session(session_id: str) -> str:
 
 def default_results(spec: Any) -> bool:
     """Whether ``spec``'s result rules are the built-in ones (``Rules.default()`` with exception rules added or not)."""
-    return spec.rules.result_rules is RESULT_RULES
+    return spec.rules.result_rules is RESULT_RULES and not spec.rules.text_is_data
 
 
 def record(spec: Any, call: Any, arguments: dict[str, Any], max_args: int, max_payload: int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from shadow._logs import get_logger
 from shadow._names import check_name, storable_name
@@ -41,6 +41,7 @@ __all__ = [  # what other modules import from here, the readers of legacy values
 ]
 
 log = get_logger("shadow.rules")
+_BUILT_IN_RESULTS: Final = frozenset(id(rule) for rule in RESULT_RULES)
 
 class Rules:
     """An ordered list of translation rules; the first that matches wins.
@@ -55,7 +56,7 @@ class Rules:
     its rule's message or the code's default: its text never reaches the model.
     """
 
-    __slots__ = ("_fingerprint", "_plan", "exception_rules", "result_rules", "shown_types")
+    __slots__ = ("_fingerprint", "_plan", "exception_rules", "result_rules", "shown_types", "text_is_data")
 
     def __init__(
         self,
@@ -63,10 +64,13 @@ class Rules:
         result_rules: Iterable[ResultRule] = (),
         *,
         shown: Iterable[type[BaseException]] = (),
+        text_is_data: bool = False,
     ) -> None:
         self.exception_rules: tuple[ExceptionRule, ...] = tuple(exception_rules)
         self.result_rules: tuple[ResultRule, ...] = tuple(result_rules)
         self.shown_types: tuple[type[BaseException], ...] = tuple(shown)
+        #: A returned string is the tool's data, never read by the built-in rules (``text_as_data``).
+        self.text_is_data = text_is_data
         # the result rules as dispatch steps, made on first use
         self._plan: tuple[ResultRule | Block[ResultRule], ...] | None = None
         self._fingerprint: str | None = None
@@ -77,14 +81,15 @@ class Rules:
         translate, so the report can split by rules version."""
         found = self._fingerprint
         if found is None:
-            found = self._fingerprint = fingerprint(self.exception_rules, self.result_rules, self.shown_types)
+            found = self._fingerprint = fingerprint(self.exception_rules, self.result_rules, self.shown_types,
+                                                    text_is_data=self.text_is_data)
         return found
 
     def __add__(self, other: Rules) -> Rules:
         if not isinstance(other, Rules):
             return NotImplemented
         return Rules(self.exception_rules + other.exception_rules, self.result_rules + other.result_rules,
-                     shown=self.shown_types + other.shown_types)
+                     shown=self.shown_types + other.shown_types, text_is_data=self.text_is_data or other.text_is_data)
 
     def __len__(self) -> int:
         return len(self.exception_rules) + len(self.result_rules)
@@ -104,7 +109,8 @@ class Rules:
         exc_defaults = {id(r) for r in EXCEPTION_RULES}
         res_defaults = {id(r) for r in RESULT_RULES}
         return Rules([r for r in self.exception_rules if id(r) not in exc_defaults],
-                     [r for r in self.result_rules if id(r) not in res_defaults], shown=self.shown_types)
+                     [r for r in self.result_rules if id(r) not in res_defaults], shown=self.shown_types,
+                     text_is_data=self.text_is_data)
 
     @classmethod
     def empty(cls) -> Rules:
@@ -123,7 +129,8 @@ class Rules:
     ) -> Rules:
         """A copy with an exception rule put first (it wins over the existing ones)."""
         rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), _rule_name(name, match))
-        return Rules((rule, *self.exception_rules), self.result_rules, shown=self.shown_types)
+        return Rules((rule, *self.exception_rules), self.result_rules, shown=self.shown_types,
+                     text_is_data=self.text_is_data)
 
     def shown(self, *types: type[BaseException]) -> Rules:
         """A copy that treats these exception types as shown to the model (their text written for it, as a
@@ -133,7 +140,16 @@ class Rules:
             if not (isinstance(kind, type) and issubclass(kind, BaseException)):
                 raise TypeError(f"Rules.shown takes exception types, not {kind!r}; "
                                 "for example Rules.default().shown(OrderRejected)")
-        return Rules(self.exception_rules, self.result_rules, shown=(*self.shown_types, *types))
+        return Rules(self.exception_rules, self.result_rules, shown=(*self.shown_types, *types),
+                     text_is_data=self.text_is_data)
+
+    def text_as_data(self) -> Rules:
+        """A copy that takes every string the tool returns as its data: the built-in rules never read one as an
+        error (no ``Error:`` opening, no "Could not ..."), so a tool whose result is a document's, a page's or a
+        file's own text is never served an error for what that text says. Your own rules still read strings
+        (``on_result("^Timeout")``); an error object (``{"error": ...}``) and raised exceptions are read as
+        before."""
+        return Rules(self.exception_rules, self.result_rules, shown=self.shown_types, text_is_data=True)
 
     def on_result(
         self,
@@ -151,7 +167,8 @@ class Rules:
         predicate = text_matches(match, plain=True) if isinstance(match, str) else match
         resolved = spec(code).code if code is not None else None
         rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match))
-        return Rules(self.exception_rules, (rule, *self.result_rules), shown=self.shown_types)
+        return Rules(self.exception_rules, (rule, *self.result_rules), shown=self.shown_types,
+                     text_is_data=self.text_is_data)
 
     def translate_exception(self, exc: BaseException, *, idempotent: bool = True) -> Translation:
         """The structured error for ``exc``: ``Fail`` as raised, else the first matching rule, else internal
@@ -215,6 +232,8 @@ class Rules:
 
         Runs of built-in status and phrase rules are read by the value's shape, once per run (``_dispatch``);
         when reading the value raises, the run's rules are asked one by one, as any other rule is."""
+        if self.text_is_data and isinstance(value, str | bytes):
+            return self._own_rules_on_text(value, idempotent)
         steps = self._plan
         if steps is None:
             steps = self._plan = plan(self.result_rules)
@@ -234,6 +253,15 @@ class Rules:
             translated = self._matched(step, value, idempotent)
             if translated is not None:
                 return translated
+        return None
+
+    def _own_rules_on_text(self, value: str | bytes, idempotent: bool) -> Translation | None:
+        """A returned string under ``text_as_data``: only rules that are not built in may call it an error."""
+        for rule in self.result_rules:
+            if id(rule) not in _BUILT_IN_RESULTS:
+                translated = self._matched(rule, value, idempotent)
+                if translated is not None:
+                    return translated
         return None
 
     @staticmethod

@@ -18,18 +18,20 @@ LENGTH: Final = 12
 
 
 def fingerprint(exception_rules: Sequence[ExceptionRule], result_rules: Sequence[ResultRule],
-                shown_types: Sequence[type[BaseException]]) -> str:
+                shown_types: Sequence[type[BaseException]], *, text_is_data: bool = False) -> str:
     """The fingerprint of a ``Rules`` holding these: shadow's version (the built-in rules are those of the installed
-    release) and every rule in order: its name, code, pattern, what it matches, its message and context; and the
-    shown types.
+    release) and every rule in order: its name, code, pattern, what it matches, its message and context; the
+    shown types; and whether returned strings are data (``Rules.text_as_data``).
 
     Stable across processes and machines (no object ids), so records of the same rules group together."""
-    described = {
+    described: dict[str, object] = {
         "shadow": _version(),
         "exceptions": [_exception_rule(r) for r in exception_rules],
         "results": [_result_rule(r) for r in result_rules],
         "shown": [_name(t) for t in shown_types],
     }
+    if text_is_data:  # a key only when set: the fingerprints of rules without it stay what they were
+        described["text_is_data"] = True
     text = json.dumps(described, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:LENGTH]
 

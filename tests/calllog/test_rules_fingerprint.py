@@ -54,9 +54,9 @@ def test_the_fingerprint_is_computed_once_per_rules_object(monkeypatch: pytest.M
     made: list[object] = []
     real = _rules.fingerprint
 
-    def counting(*parts: Any) -> str:
+    def counting(*parts: Any, text_is_data: bool = False) -> str:
         made.append(parts)
-        return real(*parts)
+        return real(*parts, text_is_data=text_is_data)
 
     monkeypatch.setattr(_rules, "fingerprint", counting)
     rules = shadow.Rules.default().on(KeyError, "not_found")
