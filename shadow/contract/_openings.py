@@ -14,7 +14,8 @@ STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 #: such as an emoji (``**Error:**``, ``## Failed``, ``\u274c Could not ...``).
 _MARKUP: Final = re.compile(r"[\s*_#>`\u2022\u2190-\u2bff\u2700-\u27bf\ufe0f\U0001f000-\U0001faff]*")
 #: An opening that says the call did not happen: an ``Error``/``Failed`` word, it cannot, an error occurred, an
-#: argument is not given, invalid or unsupported (with what follows), access is refused. Never an empty result
+#: argument is not given, invalid or unsupported (with what follows, or as a sentence: "Invalid paragraph index."),
+#: access is refused. Never an empty result
 #: ("No results found", "No rows returned"): those are success data.
 _OPENING: Final = re.compile(
     ERROR_TEXT_PREFIX.pattern.removeprefix(r"^\s*")
@@ -24,18 +25,22 @@ _OPENING: Final = re.compile(
     r"|(?:please|kindly) (?:provide|specify|supply|enter|pass|give|set|add)\b"
     r"|(?:no|missing) (?:\w+ ){1,3}(?:was |were )?(?:provided|given|specified|supplied|passed)\b"
     r"|time-?out (?:after|of|exceeded|expired|reached|waiting)\b"
-    r"|(?:invalid|unsupported|unknown|unrecogni[sz]ed|illegal|malformed) (?:\w+ ){0,3}\w+ ?:(?!\s*\d+\s*(?:$|\n))"
+    r"|(?:invalid|unsupported|unknown|unrecogni[sz]ed|illegal|malformed) (?:\w+ ){0,3}\w+"
+    r"(?: ?:(?!\s*\d+\s*(?:$|\n))|\.(?:\s|$))"
     r"|only (?:\w+ ){1,4}(?:is|are) (?:supported|allowed|permitted)\b"
     r"|(?:permission|access) (?:denied|required|refused)\b|security violation\b"
     r"|not (?:authori[sz]ed|permitted|allowed)\b|(?:unauthori[sz]ed|forbidden)(?=\s*(?:[:.(!\u2014-]|$|to |for ))",
     re.IGNORECASE)
 #: The end of a text's first clause: a line break, a comma, a colon, ``!``/``?``, a full stop before a space.
 _CLAUSE_END: Final = re.compile(r"[\n,;:!?]|\.(?:\s|$)")
-#: What a first clause says of its subject when the call did not happen: "Sheet 'Q3' not found", "Execution
-#: failed", "Command timed out after 30 seconds", "Email body cannot be empty" (not "2 tests failed": a count opens).
+#: What a first clause says of its subject when the call did not happen: "Sheet 'Q3' not found", "Directory
+#: drafts does not exist", "Execution failed", "Command timed out after 30 seconds", "Email body cannot be empty"
+#: (not "2 tests failed": a count opens).
 _CLAUSE_FAILURE: Final = re.compile(
     r" (?:was |were |is |are )?(?:not (?:provided|given|specified|supplied)|not found|(?:cannot|can't|must not|may "
-    r"not) be (?:empty|blank|null|none)|timed out)\b| (?:failed|errored)\b(?! (?:tests?|checks?|jobs?|runs?)\b)",
+    r"not) be (?:empty|blank|null|none)|timed out)\b| (?:does not|doesn't|do not|don't) exist"
+    r"(?=\s*$|\s*[.,;:!(]| (?:in|at|on|for|under|anymore|yet)\b)"
+    r"| (?:failed|errored)\b(?! (?:tests?|checks?|jobs?|runs?)\b)",
     re.IGNORECASE)
 #: A later line of the text that opens as an error (read up to the text's first few thousand characters).
 _LATER_ERROR_LINE: Final = re.compile(r"\n\s*(?:error|exception|traceback)\b", re.IGNORECASE)
@@ -51,7 +56,7 @@ _OPENING_WORDS: Final = frozenset({
     "security", "unauthorized", "unauthorised", "forbidden"})
 _CLAUSE: Final = 64  # a first clause longer than this is read in its first characters only
 #: One of these in a text's first characters, or no first clause can say the call failed (read without the rest).
-_CLAUSE_WORDS: Final = re.compile(" not | fail| error| timed out| be ")
+_CLAUSE_WORDS: Final = re.compile(" not | fail| error| timed out| be |n't exist")
 
 
 def error_string(text: str) -> bool:

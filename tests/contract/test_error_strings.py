@@ -32,6 +32,9 @@ ERRORS = [
     "Timeout after 600 seconds waiting for the report",
     "502 Bad Gateway",
     "Execution failed\nFunction: sendInvoices\nError: ScriptError",
+    "Directory drafts does not exist",
+    "Table 'shop.orders' doesn't exist",
+    "Invalid paragraph index. Document has 6 paragraphs (0-5).",
 ]
 
 SUCCESSES = [
@@ -52,6 +55,8 @@ SUCCESSES = [
     "   ",
     "**",
     '{"error": null, "items": []}',
+    "Tests that do not exist are skipped",
+    "Invalid arguments are ignored by the parser.",
 ]
 
 
