@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import weakref
 from collections.abc import Callable, Mapping
@@ -18,10 +20,39 @@ STATUS_KEYS: Final = ("status", "status_code", "statusCode", "http_status", "cod
 STATUS_SETS: Final[weakref.WeakKeyDictionary[Callable[[Any], bool], frozenset[int]]] = weakref.WeakKeyDictionary()
 
 
+#: A string that is a JSON object naming an error near its start (``json.dumps({"error": ...})`` returned as text).
+_JSON_OPEN: Final = re.compile(r"\s*\{")
+_JSON_KEY: Final = re.compile(r'"(?:error|errors|error_message|errorMessage|err|exception|fault|ok|success|'
+                              r'status)"\s*:')
+_JSON_HEAD: Final = 256  # the key is looked for in the text's first characters
+_JSON_MAX: Final = 65536  # a longer JSON text is the tool's data, never decoded to be read
+_JSON_CACHED: Final = 4096  # shorter texts are decoded once (the same few error texts repeat)
+
+
+def json_error(text: str) -> Mapping[str, Any] | None:
+    """The JSON object a returned text holds when that object reads as an error (``'{"error": "Not found"}'``)."""
+    if _JSON_OPEN.match(text) is None or len(text) > _JSON_MAX or _JSON_KEY.search(text, 0, _JSON_HEAD) is None:
+        return None
+    return _decoded(text) if len(text) <= _JSON_CACHED else _decode(text)
+
+
+def _decode(text: str) -> Mapping[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and looks_like_error(value) else None
+
+
+_decoded: Final = functools.lru_cache(maxsize=256)(_decode)
+
+
 def error_text(value: object) -> str | None:
-    """The human text of a legacy error value (a string, or the message field of a dict), if any."""
+    """The human text of a legacy error value (a string, or the message field of a dict or of a JSON object
+    returned as text), if any."""
     if isinstance(value, str):
-        return value
+        decoded = json_error(value)
+        return value if decoded is None else error_text(decoded)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, Mapping):
@@ -57,7 +88,7 @@ def looks_like_error(value: object) -> bool:
     """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, a text that opens as an
     error ("Error: ...", "Could not ...", "Sheet 'Q3' not found": ``error_string``)."""
     if isinstance(value, str):
-        return error_string(value)
+        return error_string(value) or json_error(value) is not None
     if isinstance(value, Mapping):
         if value.get("ok") is False or value.get("success") is False:
             return True

@@ -35,6 +35,8 @@ ERRORS = [
     "Directory drafts does not exist",
     "Table 'shop.orders' doesn't exist",
     "Invalid paragraph index. Document has 6 paragraphs (0-5).",
+    '{"error": "Invalid paragraph index: 40"}',
+    '{\n  "success": false,\n  "message": "Quota used up for today"\n}',
 ]
 
 SUCCESSES = [
@@ -57,6 +59,9 @@ SUCCESSES = [
     '{"error": null, "items": []}',
     "Tests that do not exist are skipped",
     "Invalid arguments are ignored by the parser.",
+    '{"results": [], "error": null}',
+    '{"status": "ok", "data": {"error": "a field of the data"}}',
+    '{"error": "not JSON at all',
 ]
 
 
@@ -79,6 +84,12 @@ def test_a_marker_less_error_is_served_in_the_authors_words_with_the_code_its_wo
     found = Rules.default().translate_result("Sheet 'Q3' not found")
     assert found is not None
     assert (found.error.code.value, found.error.message) == ("not_found", "Sheet 'Q3' not found")
+
+
+def test_a_json_error_object_returned_as_text_is_read_by_its_message() -> None:
+    found = Rules.default().translate_result('{"error": {"code": 404, "message": "Document memo.docx not found"}}')
+    assert found is not None
+    assert (found.error.code.value, found.error.message) == ("not_found", "Document memo.docx not found")
 
 
 @given(st.text(max_size=300))

@@ -25,6 +25,8 @@ TEXTS = {
     "empty": "No results found for 'pricing'",
     "created": "Successfully created sheet 'Q3' in workbook budget.xlsx",
     "report": "Invalid rows: 3\nValid rows: 97",
+    "json": '{"error": "Document missing.docx does not exist"}',
+    "json_data": '{"results": [], "error": null}',
 }
 
 
@@ -53,7 +55,7 @@ def test_shadow_mode_returns_the_text_unchanged_and_logs_marker_less_errors_as_e
         assert result.content[0].text == TEXTS[query]
     outcomes = {r.args["query"]: r.outcome for r in calls(log)}
     assert outcomes == {"upstream": "error", "missing": "error", "too_many": "ok", "argument": "error",
-                        "empty": "ok", "created": "ok", "report": "ok"}
+                        "empty": "ok", "created": "ok", "report": "ok", "json": "error", "json_data": "ok"}
 
 
 def test_cutover_serves_a_marker_less_error_in_the_authors_words_and_leaves_successes_as_data(
@@ -65,8 +67,9 @@ def test_cutover_serves_a_marker_less_error_in_the_authors_words_and_leaves_succ
         shadow.validate(payload)
     served = {q: (p["error"]["code"], p["error"]["next_action"]) for q, p in payloads.items() if not p["ok"]}
     assert served == {"upstream": ("upstream_unavailable", "retry"), "missing": ("not_found", "ask_user"),
-                      "argument": ("validation_error", "ask_user")}
+                      "argument": ("validation_error", "ask_user"), "json": ("not_found", "ask_user")}
+    assert payloads["json"]["error"]["message"] == "Document missing.docx does not exist"
     assert payloads["missing"]["error"]["message"] == TEXTS["missing"]  # the author's words, not a generic text
     assert all(results[q].is_error for q in served)
-    for query in ("too_many", "empty", "created", "report"):
+    for query in ("too_many", "empty", "created", "report", "json_data"):
         assert payloads[query] == {"ok": True, "data": TEXTS[query]}
