@@ -78,3 +78,10 @@ def test_a_shadowed_tool_with_it_stores_its_text_as_success_in_sqlite(tmp_path: 
     with engine.connect() as conn:
         assert conn.execute(text("SELECT outcome FROM calls")).scalars().all() == ["ok"]
     engine.dispose()
+
+
+def test_a_pattern_of_your_own_still_reads_the_tools_own_error_texts() -> None:
+    rules = Rules.default().on_result(r"^Error: ", None).text_as_data()  # the recipe in cutover-errors.md
+    found = rules.translate_result("Error: invalid base64 input")
+    assert found is not None and (found.error.code.value, found.error.message) == ("rejected", "invalid base64 input")
+    assert rules.translate_result("Error budget: 0.1% per 30 days") is None
