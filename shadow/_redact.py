@@ -77,12 +77,13 @@ class Public(str):
 
 @functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
-    """Whether a mapping key names a credential (``password``, ``api_key``, ``X-Auth-Token``, ``key``, ...)."""
+    """Whether a mapping key names a credential (``password``, ``api_key``, ``X-Auth-Token``, ...); a bare ``key``
+    hides its value only when the value looks generated (``hides_value``)."""
     words = [w.lower() for w in _WORD_SPLIT.split(key) if w]
     if any(w in _SECRET_WORDS for w in words):
         return True
     joined = "".join(words)
-    if joined in _SECRET_WORDS or joined == "key" or joined in {"privatekey", "accesskey", "clientsecret",
+    if joined in _SECRET_WORDS or joined in {"privatekey", "accesskey", "clientsecret",
                                                                  "setcookie", "seedphrase", "recoverycode"}:
         return True
     if joined.endswith("key") and joined[:-3] in _KEY_OWNERS:
@@ -100,8 +101,10 @@ def scrub_text(text: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def hides_value(key: str) -> bool:
-    """Whether the value under ``key`` is hidden when it looks generated: a provider's name (``twitter``, ...)."""
-    return vendor_name(key)
+    """Whether the value under ``key`` is hidden when it looks generated: a provider's name (``twitter``, ...), or
+    a bare ``key``, which names a lookup key (an item's, a cache's: ``user:42``, ``ABCD2345``) as often as a
+    credential."""
+    return vendor_name(key) or "".join(w.lower() for w in _WORD_SPLIT.split(key) if w) in ("key", "keys")
 
 
 #: Credential-keyed argument values shorter than this are not searched for in a record's other text: a short value

@@ -99,10 +99,12 @@ RULES: Final[list[dict[str, str]]] = json.loads(
 
 #: Argument names that name a credential: their values never reach the store whatever they look like.
 KEY_NAMES: Final = (
-    "passcode", "pass_", "creds", "key", "pass", "pw", "db_pass", "signing_key", "encryption_key", "priv_key",
+    "passcode", "pass_", "creds", "pass", "pw", "db_pass", "signing_key", "encryption_key", "priv_key",
     "client_key", "master_key", "connection_string", "mfa_code", "cvv", "recovery_code", "seed_phrase", "password",
     "api_key", "X-Auth-Token", "privateKey", "credit_card", "hmac", "sig", "cardNumber", "webhook_secret",
 )
+#: Names whose values are hidden only when they look generated (a bare ``key`` names a lookup key as often).
+GENERATED_ONLY_NAMES: Final = ("key", "keys", "Key")
 #: Names that must stay readable (no credential).
 PLAIN_NAMES: Final = ("sort_key", "primary_key", "title", "due_date", "monkey", "bypass", "passage", "keyword")
 #: Values of credential-keyed arguments that a tool echoes in its exception text or result (``login(password=...)``,

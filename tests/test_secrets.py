@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+import shadow
 from shadow._fingerprint import fingerprint
 from shadow._redact import REDACTED, dumps, scrub_text, to_jsonable
-from tests._secrets_corpus import CORPUS, ECHOED, KEY_NAMES, PLAIN_NAMES
+from tests._secrets_corpus import CORPUS, ECHOED, GENERATED_ONLY_NAMES, KEY_NAMES, PLAIN_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,6 +57,29 @@ def test_ordinary_text_is_left_alone() -> None:
 @pytest.mark.parametrize("key", KEY_NAMES)
 def test_credential_key_names_are_redacted(key: str) -> None:
     assert to_jsonable({key: "KeyVal-Zq81", "n": 1}) == {key: REDACTED, "n": 1}
+
+
+@pytest.mark.parametrize("key", GENERATED_ONLY_NAMES)
+def test_a_bare_key_hides_a_generated_value_and_keeps_a_lookup_key(key: str) -> None:
+    assert to_jsonable({key: "Zk3Qw9Lm2Np8Rt5Vx1Yb7Hd4", "n": 1}) == {key: REDACTED, "n": 1}
+    for lookup in ("user:42", "ABCD2345", "missing", "q3 report"):
+        assert to_jsonable({key: lookup}) == {key: lookup}
+
+
+def test_a_lookup_key_the_tool_echoes_reaches_the_model_in_cutover() -> None:
+    from shadow.testing import InMemoryFlags, InMemoryStore, recording
+
+    flags = InMemoryFlags()
+    flags.set("lookup", "cutover")
+
+    @shadow.tool(flags=flags)
+    def lookup(key: str) -> str:
+        return f"Key {key} does not exist" if key == "missing" else f"value of {key}"
+
+    with recording(InMemoryStore()):
+        assert json.loads(str(lookup("missing")))["error"]["message"] == "Key missing does not exist"
+        assert json.loads(str(lookup("user:42")))["data"] == "value of user:42"
+        assert json.loads(str(lookup("Zk3Qw9Lm2Np8Rt5Vx1Yb7Hd4")))["data"] == f"value of {REDACTED}"
 
 
 @pytest.mark.parametrize("key", PLAIN_NAMES)
