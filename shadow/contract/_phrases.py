@@ -30,7 +30,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        "the message opens by naming an invalid argument", "The argument {value} is not valid. Correct it, for "
        "example as the tool's input schema describes it."),
     # How the arguments combine, characters a value may not hold, a syntax error: the call's form is wrong.
-    _p(r"SyntaxError\b|\b(?:must|should) be an? (?:\w+ )?(?:array|list|string|integer|number|boolean|object|"
+    _p(r"SyntaxError\b|\b(?:contains?|has) duplicate (?:values|entries|items|ids|keys|elements|indices)\b|"
+       r"\b(?:must|should) be an? (?:\w+ )?(?:array|list|string|integer|number|boolean|object|"
        r"dict(?:ionary)?)\b|\b(?:requires|expects) (?:\w+ )?(?:as )?an? (?:array|list|string|integer|number|boolean|"
        r"object|document)\b|"
        r"\b(?:unmatched|unbalanced|unterminated|unclosed)\b|\bunexpected (?:token|character|end|eof|"
@@ -96,7 +97,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bis (?:a|not a) (?:directory|folder)\b|not a regular file|\bnot a (?:file|directory|folder)\b|"
        r"\bbinary (?:file|data|content)\b|\bdecode (?:\w+ )?as text\b|must (?:point to|"
        r"be) an? (?:\w+ ){0,2}(?:file|image|"
-       r"document|directory|folder)\b(?! path| name)|\bis not an? (?:\w+ )?(?:table|chart|image|zip|pdf|csv|picture|"
+       r"document|directory|folder)\b(?! path| name)|\bis not an? (?:\w+ )?(?:table|chart|image|"
+       r"zip|pdf|csv|picture|cell|"
        r"document|"
        r"spreadsheet)(?: file)?\b|\b(?:is|appears to be) (?:a )?(?:damaged|corrupt(?:ed)?)\b|"
        r"does not contain (?:any )?text|"
@@ -105,11 +107,14 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bexpected [\w/*.+-]+ (?:mime[ -]?)?type, got\b|\bwith (?:an? )?(?:account|app|service)[ -]level "
        r"(?:auth|token|credentials)\b|\bare not supported for\b|"
        r"(?<!operation )(?<!method )(?<!feature )(?<!action )\bis not supported\b(?! on| by| in)|"
+       r"\bis (?:simply|just) not supported\b|"
        r"\bmethod not allowed\b",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
     _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|(?<!method )not allowed|"
-       r"outside (?:the )?allowed|outside of (?:the )?allowed|not in the allowed|not on the allow|not permitted|"
+       r"outside (?:the )?allowed(?! range)|outside of (?:the )?allowed(?! range)|"
+       r"\brequires (?:the )?--?allow[\w-]* (?:flag|option|setting)\b|not in the allowed|not on the allow|"
+       r"not permitted|"
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
        r"not a member of|not a public address|non-public address|private address|loopback (?:address|host|ip)|"
        r"blocks requests to|denied to|"
@@ -135,7 +140,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"already (?:taken|in use|used|booked)|\bis (?:already )?taken\b|name (?:that is |which is )?(?:still |"
        r"already )?in use|\bre-?use a name\b", Code.CONFLICT,
        "what the call asks for is taken or in use", "{value} is taken. Choose another one or ask the user."),
-    _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|\bduplicate (?:key|entry|entries|name|value|id|record|row|column|"
+    _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|(?<!contains )(?<!contain )(?<!has )\bduplicate (?:key|entry|"
+       r"entries|name|value|id|record|row|column|"
        r"item|index|title|label|email|username)s?\b|\bis a duplicate\b|\bduplicates? (?:found|detected|exists?)\b|"
        r"unique constraint|UNIQUE constraint failed|already (?:reacted|added|"
        r"registered|a member|subscribed|starred|linked|installed|provisioned)|already exists?\b|"
@@ -222,7 +228,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"transaction|document|workbook|presentation|browser|page|tab|project|sheet|window|context|conversation|"
        r"game|job|run|instance|environment|repository|recording|trace)s?\b(?! (?:\w+ )?found)|\bout of sync\b|"
        r"\bnot (?:currently )?(?:running|started|connected|loaded|opened|attached|mounted|paired|selected)\b|"
-       r"\bcannot \w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bto override\b|\bonly (?:\w+ ){1,3}(?:can|"
+       r"\bcannot (?:be )?\w+ (?:while|during|until|unless)\b|\bis blocked by\b|\bto override\b|"
+       r"\bonly (?:\w+ ){1,3}(?:can|"
        r"may) be \w+|"
        r"\b(?:must|needs? to|"
        r"has to|have to) be (?:\w+ )?(?:open|opened|started|running|active|loaded|connected|unlocked|enabled|"
@@ -240,7 +247,7 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\b(?:cannot|can't|can not) be (?:\w+ed|applied|used|modified|changed|done|undone|paid|sent) (?:any ?more|"
        r"(?:while|once|after|until|unless|since) (?:it|they|the|its|their)\b)|\b(?:cannot|can't|can not) be "
        r"(?:applied|used|redeemed|combined) (?:to|on|for|with) (?:this|that|the|your) \w+|"
-       r"\b(?:is|are) (?:currently |still |now )?in (?:\w+ ){0,2}(?:mode|state|status)\b[^.\n]{0,40}\b(?:cannot|can't|"
+       r"\b(?:is|are) (?:currently |still |now )?in (?:\w+ ){0,6}(?:mode|state|status)\b[^.\n]{0,40}\b(?:cannot|can't|"
        r"can not)\b|"
        r"\bis (?:already )?(?:closed|archived|expired|frozen|suspended|inactive|disabled|cancel+ed|locked)\b|"
        r"\bnot in (?:a |an |the |this )?(?:\w+ )?(?:state|status|channel|group|team|workspace|project)\b|"
@@ -253,7 +260,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:\w+ )?policy", _FP, "a business rule: the current state does not allow this call",
        "The current state does not allow this: {value}. Tell the user, or change the state first."),
     # What does not exist.
-    _p(r"did not resolve to an object|no item found|no such (?:ref|branch|file|table|column|key|"
+    _p(r"did not resolve to an object|no item found|^\s*no \w+ <value> (?:in|on|under|for) (?:this|the)\b|"
+       r"no such (?:ref|branch|file|table|column|key|"
        r"directory|user|remote|tag|commit|object|path|record|item|resource|tool)|\bENOENT\b|"
        r"pathspec .* did not match|not a git repository|unknown (?:revision|id|item|user|file|tool|ref|resource|"
        r"repository|branch|channel|project|issue|page|document|collection|index|prompt|workspace|order|product|"
@@ -304,7 +312,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"(?:response|reply))|malformed|bad request|\bexpected\b(?! (?:a |an )?(?:response|reply|result|answer) from)|"
        r"unprocessable|\bincorrect\b|validation failed|failed validation|\b(?:ValueError|TypeError|"
        r"ValidationError)\b|syntax error|"
-       r"cannot start with|validation error|not a valid|out of range|unrecognized|^\s*unknown\b", _V,
+       r"cannot start with|validation error|not a valid|out of range|outside (?:the )?(?:valid |allowed |permitted )?"
+       r"range\b|unrecognized|^\s*unknown\b", _V,
        "an argument is missing or malformed", "The argument {value} is not valid. Correct it, for example as "
        "the tool's input schema describes it."),
 )

@@ -59,7 +59,8 @@ FIRST_ROWS: Final[tuple[Phrase, ...]] = (
        Code.UPSTREAM_TIMEOUT, "a timeout",
        "A service this tool depends on did not answer in time. Make the identical call again."),
     # A failed login named as the cause ("Could not connect. Last error: Authentication failed.") is the cause.
-    _p(r"\bauthentication failed\b|\bbad credentials\b|\binvalid[ _]grant\b", Code.UNAUTHENTICATED,
+    _p(r"\bauthentication failed\b|\bbad credentials\b|\binvalid[ _]grant\b|\brejected (?:the |your |our )?(?:\w+ )?"
+       r"(?:token|credentials|api key|password)\b", Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
     # Work the tool started is not ready yet: its "try again later" is a wait, not a failed service.

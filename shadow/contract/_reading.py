@@ -21,7 +21,8 @@ _WRAPPER = re.compile(
     r"(?:an? )?(?:unexpected |unknown |internal )?(?:server )?error (?:has )?occurred (?:while|when) [^:\n]{1,60}|"
     r"http(?:/[\d.]+)? \d{3}(?: [\w-]+){0,3}|"
     r"security violation|(?:an? )?(?:unexpected |unknown )?error (?:has )?occurred\.\s*(?:error )?message|"
-    r"(?:error )?message|(?:[\w<>-]+ ){0,3}(?:failed|error)|error (?:while |when )?[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
+    r"(?:error )?message|(?:[\w<>-]+ ){0,3}(?:failed|error)|(?:internal |unexpected )?error (?:while |when )?"
+    r"[a-z]+ing\b[^:\n]{0,80})\s*:\s*",
     re.IGNORECASE)
 
 
@@ -51,7 +52,7 @@ def reading(text: str) -> tuple[Phrase, str] | None:
 #: "Too many requests. Please try again later."): the first sentence is read first, so the advice never decides.
 _REMEDY_AFTER = re.compile(
     r"[.!](?=\s+(?:please(?! install)|try|retry|use|check|verify|ensure|make sure|only|wait|restart|"
-    r"you (?:may|can|should)|contact|consider|see)\b)", re.IGNORECASE)
+    r"you (?:may|can|should)|contact|consider|see)\b)|,(?=\s+please(?! install)\b)", re.IGNORECASE)
 #: A status line the layer appends to every message ("...\n Code: 500"): read after the message it follows.
 _TRAILER = re.compile(r"\n\s*(?:status(?: code)?|code)\s*:\s*\d{3}\s*$", re.IGNORECASE)
 

@@ -39,6 +39,7 @@ BATCHES = (
     ("eighth", "d34960a", "d34960a"),
     ("ninth", "688c6c0", "688c6c0"),
     ("tenth", "dd52b84", "dd52b84"),
+    ("eleventh", "2be603a", "2be603a"),
 )
 
 #: Run with the old commit's package first on the path: today's scorer, that commit's rules and table.

@@ -111,3 +111,22 @@ def test_a_bare_status_number_is_served_in_its_codes_own_words() -> None:
     error = shadow.Rules.default().translate_result({"error": "Error: 503"}).error
     assert error is not None and error.code is Code.UPSTREAM_UNAVAILABLE
     assert error.message == shadow.CODE_TABLE[Code.UPSTREAM_UNAVAILABLE].default_message  # not "503"
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("Deleting node groups requires --allow-write flag", Code.PERMISSION_DENIED),
+    ("No sheet 'Q3' in this workbook. Read the workbook again.", Code.NOT_FOUND),
+    ("Row 40 is outside valid range [0, 12]", Code.VALIDATION_ERROR),
+    ("Could not connect to http://localhost:8888: the server rejected the token", Code.UNAUTHENTICATED),
+    ("row_ids contains duplicate values: [3, 3]", Code.VALIDATION_ERROR),
+    ("Bucket logs-2025 cannot be deleted while versioning is enabled", Code.FAILED_PRECONDITION),
+    ("Stack web is in UPDATE_ROLLBACK_IN_PROGRESS state and can not be updated", Code.FAILED_PRECONDITION),
+    ("Slide 3 is not a chart, so it has no series", Code.UNSUPPORTED_INPUT),
+    ("Internal error calling tool: Unknown tool: add_rows", Code.NOT_FOUND),
+    ("Model 'm-7' not found on this server, please check whether it already exists with list_models",
+     Code.NOT_FOUND),
+    ("File conversion failed: the filetype is simply not supported", Code.UNSUPPORTED_INPUT),
+])
+def test_the_eleventh_batch_phrasings_are_read_by_what_they_mean(text: str, code: Code) -> None:
+    found = propose(text)
+    assert found is not None and found.code is code, (text, found and found.code)

@@ -19,9 +19,11 @@ def test_the_dev_part_is_placed_with_few_wrong_codes() -> None:
     # then narrow phrasings): wrong 1.2% (12), unplaced 7.6% (74); before it 2.5% (24), 8.4% (82). With the ninth
     # batch (1102 entries) after its dev-only round: wrong 2.2% (24), unplaced 8.5% (94); its new layers went from 20
     # wrong, 24 unplaced of 130 to 12, 20, the older entries unchanged. With the tenth batch (1190 entries) after its
-    # dev-only round (a list of quoted options is masked as values): wrong 2.4% (28), unplaced 9.6% (114).
-    assert DEV.wrong_share <= 0.024
-    assert DEV.unplaced_share <= 0.096
+    # dev-only round (a list of quoted options is masked as values): wrong 2.4% (28), unplaced 9.6% (114). With the
+    # eleventh batch (1262 entries) after its dev-only round: wrong 2.5% (32), unplaced 9.7% (122); its new layers
+    # went from 10 wrong, 15 unplaced of 72 to 4, 8, the older entries unchanged.
+    assert DEV.wrong_share <= 0.026
+    assert DEV.unplaced_share <= 0.097
 
 
 def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
@@ -32,10 +34,12 @@ def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
     # batch (four new held-out layers, 571 entries) and its dev-only round: wrong 9.3% (53), unplaced 15.8% (90). The
     # fourteenth look, after the ninth batch (three new held-out layers, 632 entries) and its dev-only round: wrong
     # 9.7% (61), unplaced 16.5% (104). The fifteenth look, after the tenth batch (three new held-out layers, 683
-    # entries) and its dev-only round: wrong 9.4% (64), unplaced 16.7% (114); the floors follow the measured figures.
+    # entries) and its dev-only round: wrong 9.4% (64), unplaced 16.7% (114). The seventeenth look, after the eleventh
+    # batch (five new held-out layers, 803 entries) and its dev-only round: wrong 10.6% (85), unplaced 17.4% (140);
+    # the older 683 unchanged (64, 114), the new 120 brought 21 wrong and 26 unplaced. The floors follow the figures.
     print(f"\nheld-out: wrong {HELDOUT.wrong_share:.1%}, unplaced {HELDOUT.unplaced_share:.1%}")
-    assert HELDOUT.wrong_share <= 0.094
-    assert HELDOUT.unplaced_share <= 0.167
+    assert HELDOUT.wrong_share <= 0.106
+    assert HELDOUT.unplaced_share <= 0.175
 
 
 @pytest.mark.xfail(strict=True, reason="issue 27's held-out targets are not met yet (see bench_classifier.py)")
