@@ -65,13 +65,23 @@ class _Started:
 class _Runner:
     """Everything a wrapped call does around the tool itself, shared by the sync and the async wrapper."""
 
-    __slots__ = ("deliver", "flags", "spec")
+    __slots__ = ("awaits", "deliver", "flags", "spec")
 
     def __init__(self, spec: ToolSpec, flags: FlagSource | None,
-                 deliver: Callable[[Payload], Any] | None = None) -> None:
+                 deliver: Callable[[Payload], Any] | None = None, awaits: bool | None = None) -> None:
         self.spec = spec
         self.flags = flags
         self.deliver = deliver  # how a framework integration serves the payload (an MCP result, a JSON string)
+        # whether the framework awaits a coroutine a plain ``def`` returns (FastMCP, PydanticAI do; LangChain, the
+        # Agents SDK and MCPServer do not); ``None``: while FastMCP serves a request, read at each call
+        self.awaits = awaits
+
+    def awaits_returned(self) -> bool:
+        """Whether the caller awaits a coroutine the tool returns, so shadow may await it in its place."""
+        if self.awaits is not None:
+            return self.awaits
+        module = sys.modules.get("fastmcp.server.dependencies")
+        return module is not None and module.fastmcp_request_ctx.get(None) is not None
 
     def begin(self) -> _Started | None:
         """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure).

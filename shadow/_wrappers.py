@@ -19,8 +19,9 @@ _ARM_LEGACY: Final = Variant.LEGACY  # a stream is always served as the tool's o
 
 
 def _sync(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
-    """A plain tool; one that hands back a coroutine (``def tool(): return impl()``, which FastMCP and others await)
-    gives a coroutine that awaits it, so the call is logged, and in cutover served, by what the coroutine gives."""
+    """A plain tool; one that hands back a coroutine (``def tool(): return impl()``) under a framework that awaits
+    it (FastMCP, PydanticAI) gives a coroutine that awaits it, so the call is logged, and in cutover served, by what
+    the coroutine gives; under one that does not, the coroutine is the value, as the framework has it."""
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = runner.begin()
@@ -36,7 +37,7 @@ def _sync(fn: Callable[..., Any], runner: Runner) -> Callable[..., Any]:
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: logged as cancelled, re-raised unchanged
             runner.finish(started, args, kwargs, exc=exc)
             raise
-        if isinstance(value, CoroutineType):
+        if isinstance(value, CoroutineType) and runner.awaits_returned():
             return _awaited(value, runner, started, args, kwargs)
         structured = runner.finish(started, args, kwargs, value=value)
         return value if structured is None else structured

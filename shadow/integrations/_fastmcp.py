@@ -27,7 +27,7 @@ def fastmcp_tool(
     """
     if not callable(getattr(mcp, "add_tool", None)):
         raise TypeError(f"fastmcp_tool(mcp) takes the fastmcp.FastMCP server first, not {type(mcp).__name__}")
-    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore)
+    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=True)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         check_function(function, "fastmcp_tool(mcp)")

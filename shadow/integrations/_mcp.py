@@ -48,7 +48,7 @@ def mcp_tool(
     ``description=``.
     """
     instrument_mcp(server)
-    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore)
+    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=False)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         check_function(function, "mcp_tool(server)")

@@ -21,6 +21,8 @@ class ShadowOptions:
     idempotent: bool = True
     flags: FlagSource | None = None
     ignore: Iterable[str] = ()
+    #: whether the framework awaits a coroutine a plain ``def`` tool returns (``None``: read at each call)
+    awaits: bool | None = None
 
     def wrap(self, fn: Callable[..., Any], deliver: Callable[[Payload], Any] | None = None,
              name: str | None = None) -> Callable[..., Any]:
@@ -29,7 +31,8 @@ class ShadowOptions:
 
         _check_options(name or self.name, self.rules, self.flags)
         wrapped: Callable[..., Any] = _wrap(fn, name=name or self.name, rules=self.rules, idempotent=self.idempotent,
-                                            flags=self.flags, ignore=self.ignore, deliver=deliver)
+                                            flags=self.flags, ignore=self.ignore, deliver=deliver,
+                                            awaits=self.awaits)
         return wrapped
 
 

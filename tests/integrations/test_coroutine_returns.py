@@ -75,3 +75,49 @@ def test_the_coroutine_a_plain_tool_hands_back_runs_in_every_mode(
         if mode != "legacy":
             outcomes = [r.outcome for r in calls(log, tool)]
             assert outcomes == ["ok", "error", "error"], (tool, mode)
+
+
+def test_the_plain_decorator_under_fastmcp_awaits_it_too(flags: InMemoryFlags, log: InMemoryStore) -> None:
+    import shadow
+
+    server = fastmcp.FastMCP("plain")
+
+    @server.tool
+    @shadow.tool(flags=flags)
+    def create_plain(name: str) -> Any:
+        """Create a document."""
+        return _create(name)
+
+    flags.set("create_plain", "cutover")
+    RAN.clear()
+    results = asyncio.run(_calls(server, "create_plain"))
+    assert RAN == ["a.docx"]
+    assert json.loads(results[0].content[0].text) == {"ok": True, "data": "Document a.docx created successfully"}
+    assert [r.outcome for r in calls(log, "create_plain")] == ["ok", "error", "error"]
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+@pytest.mark.parametrize("mode", ["legacy", "shadow", "cutover"])
+def test_under_langchain_which_never_awaits_it_the_coroutine_is_the_value_as_in_legacy(
+        mode: str, flags: InMemoryFlags, log: InMemoryStore) -> None:
+    pytest.importorskip("langchain_core")
+    from shadow.integrations import langchain_tool
+
+    @langchain_tool(flags=flags)
+    def create_lc(name: str) -> Any:
+        """Create a document."""
+        return _create(name)
+
+    flags.set("create_lc", mode)
+    RAN.clear()
+    got = create_lc.invoke({"name": "a.docx"})
+    assert RAN == []  # LangChain never awaits what a plain def returns: the tool did not run, in legacy either
+    if mode == "shadow":
+        assert asyncio.iscoroutine(got) and got.__qualname__ == "_create"  # the tool's own coroutine, as in legacy
+        got.close()
+    elif mode == "cutover":
+        assert json.loads(got)["ok"] is True and "coroutine" in json.loads(got)["data"]
+    else:
+        got.close()
+    if mode != "legacy":
+        assert [r.outcome for r in calls(log, "create_lc")] == ["ok"]  # logged, never lost
