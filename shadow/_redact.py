@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from shadow import _hostile, _scrub
-from shadow._scrub import SHORTEST, scrub, token_like, vendor_name
+from shadow._scrub import SHORTEST, looks_random, scrub, token_like, vendor_name
 
 REDACTED: Final = _scrub.REDACTED
 
@@ -102,9 +102,22 @@ def scrub_text(text: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def hides_value(key: str) -> bool:
     """Whether the value under ``key`` is hidden when it looks generated: a provider's name (``twitter``, ...), or
-    a bare ``key``, which names a lookup key (an item's, a cache's: ``user:42``, ``ABCD2345``) as often as a
-    credential."""
-    return vendor_name(key) or "".join(w.lower() for w in _WORD_SPLIT.split(key) if w) in ("key", "keys")
+    a bare ``key``, which names a lookup key (an item's, a cache's: ``user:42``, ``ORD-2024-000123``) as often as a
+    credential (``hidden_value`` says which)."""
+    return vendor_name(key) or _bare_key(key)
+
+
+def _bare_key(key: str) -> bool:
+    return "".join(w.lower() for w in _WORD_SPLIT.split(key) if w) in ("key", "keys")
+
+
+def hidden_value(key: str, value: str) -> bool:
+    """Whether the text ``value`` under a ``hides_value`` key is hidden: token-like under a provider's name; under
+    a bare ``key`` only when it also looks random for its length (not an order number, a date, a UUID or a file
+    path: ids a model needs to read)."""
+    if not token_like(value):
+        return False
+    return not _bare_key(key) or looks_random(value)
 
 
 #: Credential-keyed argument values shorter than this are not searched for in a record's other text: a short value
@@ -138,7 +151,7 @@ def _collect(value: object, secret: bool, found: set[str], depth: int, budget: l
                 _hostile.note("walk_budget")
                 return
             named = isinstance(key, str) and (is_secret_key(key) or (
-                hides_value(key) and isinstance(item, str) and token_like(item)))
+                hides_value(key) and isinstance(item, str) and hidden_value(key, item)))
             _collect(item, secret or named, found, depth + 1, budget)
     elif kind is list or isinstance(value, tuple | set | frozenset):
         for item in value:  # type: ignore[attr-defined]
@@ -242,7 +255,7 @@ class _Converter:
                 if shown != name:  # a credential used as a key: the key is redacted, kept apart from others
                     shown = _free_key(out, shown)
                 if item is not None and not isinstance(item, Public) and (is_secret_key(name) or (
-                        isinstance(item, str) and hides_value(name) and token_like(item))):
+                        isinstance(item, str) and hides_value(name) and hidden_value(name, item))):
                     out[shown] = REDACTED
                 else:
                     out[shown] = self.convert(item, depth + 1)

@@ -10,6 +10,7 @@ pairs are searched only in texts with a run of 14 or more token characters, toke
 from __future__ import annotations
 
 import functools
+import math
 import re
 from typing import Final
 
@@ -207,6 +208,24 @@ def vendor_name(name: str) -> bool:
         return True
     joined = "".join(words)
     return any(w in joined for w in ("linkedin", "messagebird", "newrelic", "privateai", "newyorktimes"))
+
+
+_UUID: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_FILE_PATH: Final = re.compile(r"[\w.-]+(?:/[\w.-]+)+\.[A-Za-z][A-Za-z0-9]{0,7}")
+
+
+def looks_random(value: str) -> bool:
+    """Whether a token-like ``value`` looks generated rather than written: not a UUID or a file path, and its
+    characters spread at least 0.85 of the most its length allows (Shannon entropy, as detect-secrets' high-entropy
+    plugins measure it): ``Zk3Qw9Lm2Np8Rt5V`` is, ``ORD-2024-000123`` and ``2024-05-02T10:00:00Z`` are not."""
+    if _UUID.fullmatch(value) or _FILE_PATH.fullmatch(value):
+        return False
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    size = len(value)
+    entropy = -sum(n / size * math.log2(n / size) for n in counts.values())
+    return entropy >= 0.85 * math.log2(size)
 
 
 def token_like(value: str) -> bool:

@@ -61,9 +61,13 @@ def test_credential_key_names_are_redacted(key: str) -> None:
 
 @pytest.mark.parametrize("key", GENERATED_ONLY_NAMES)
 def test_a_bare_key_hides_a_generated_value_and_keeps_a_lookup_key(key: str) -> None:
-    assert to_jsonable({key: "Zk3Qw9Lm2Np8Rt5Vx1Yb7Hd4", "n": 1}) == {key: REDACTED, "n": 1}
-    for lookup in ("user:42", "ABCD2345", "missing", "q3 report"):
+    for generated in ("Zk3Qw9Lm2Np8Rt5Vx1Yb7Hd4", "a8Kq2Lm9Zp4Xw7Rt"):
+        assert to_jsonable({key: generated, "n": 1}) == {key: REDACTED, "n": 1}
+    for lookup in ("user:42", "ABCD2345", "missing", "q3 report", "ORD-2024-000123", "order_2024_000123",
+                   "3f6c2b1e-8a4d-4c7e-9b2f-5d1e0a7c9b84", "978-3-16-148410-0", "2024-05-02T10:00:00Z",
+                   "reports/2024/q3.csv"):
         assert to_jsonable({key: lookup}) == {key: lookup}
+    assert to_jsonable({"twitter": "ORD-2024-000123"}) == {"twitter": REDACTED}  # a provider's name: as before
 
 
 def test_a_lookup_key_the_tool_echoes_reaches_the_model_in_cutover() -> None:
@@ -79,6 +83,7 @@ def test_a_lookup_key_the_tool_echoes_reaches_the_model_in_cutover() -> None:
     with recording(InMemoryStore()):
         assert json.loads(str(lookup("missing")))["error"]["message"] == "Key missing does not exist"
         assert json.loads(str(lookup("user:42")))["data"] == "value of user:42"
+        assert json.loads(str(lookup("INV-2024-000999")))["data"] == "value of INV-2024-000999"
         assert json.loads(str(lookup("Zk3Qw9Lm2Np8Rt5Vx1Yb7Hd4")))["data"] == f"value of {REDACTED}"
 
 
