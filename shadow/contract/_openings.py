@@ -19,11 +19,15 @@ _MARKUP: Final = re.compile(r"[\s*_#>`\u2022\u2190-\u2bff\u2700-\u27bf\ufe0f\U00
 #: ("No results found", "No rows returned"): those are success data.
 _OPENING: Final = re.compile(
     ERROR_TEXT_PREFIX.pattern.removeprefix(r"^\s*")
-    + r"|(?:could not|couldn't|cannot|can't|can ?not|unable to|not able to|failed to)\b"
+    + r"|(?:could not|couldn't|cannot|can't|can ?not|unable to|not able to|failed to)\b(?! find any\b)"
     r"|an? (?:unexpected |unknown |internal |fatal )?(?:error|exception|problem) (?:has )?(?:occurr?ed|happened|was"
     r" (?:raised|encountered|thrown))"
     r"|(?:please|kindly) (?:provide|specify|supply|enter|pass|give|set|add)\b"
     r"|(?:no|missing) (?:\w+ ){1,3}(?:was |were )?(?:provided|given|specified|supplied|passed)\b"
+    r"|missing (?:required )?(?:\w+ )?(?:parameter|argument|field|value|input|option)s?\b|no such \w"
+    r"|rate limit(?:ed| (?:exceeded|reached|hit))|(?:authentication|login|sign[- ]?in) (?:required|failed)\b"
+    r"|connection (?:refused|reset|closed|failed|timed out|error)\b|bad request\b|(?:session|token) (?:has )?expired"
+
     r"|time-?out (?:after|of|exceeded|expired|reached|waiting)\b"
     r"|(?:invalid|unsupported|unknown|unrecogni[sz]ed|illegal|malformed) (?:\w+ ){0,3}\w+"
     r"(?: ?:(?!\s*\d+\s*(?:$|\n))|\.(?:\s|$))"
@@ -40,8 +44,15 @@ _CLAUSE_FAILURE: Final = re.compile(
     r" (?:was |were |is |are )?(?:not (?:provided|given|specified|supplied)|not found|(?:cannot|can't|must not|may "
     r"not) be (?:empty|blank|null|none)|timed out)\b| (?:does not|doesn't|do not|don't) exist"
     r"(?=\s*$|\s*[.,;:!(]| (?:in|at|on|for|under|anymore|yet)\b)"
-    r"| (?:failed|errored)\b(?! (?:tests?|checks?|jobs?|runs?)\b)",
+    r"| (?:failed|errored)\b(?! (?:tests?|checks?|jobs?|runs?)\b)"
+    r"| (?:could not|couldn't) be \w+(?:ed|en)\b| (?:is |are )?out of (?:range|bounds)\b| (?:is|are) required\b"
+    r"| must (?:be|not be|contain|match|start with|end with)\b| (?:is|are) not available\b",
     re.IGNORECASE)
+#: A metric named by a failure word ("Failed jobs: 0", "Error rate: 0.2% (last hour)"): a count, never an error.
+_METRIC: Final = re.compile(r"(?:error|failed|failure)s? (?:[\w-]+ ){0,6}[\w-]+ ?: ?[\d.,]+ ?%?(?:\s*$|\s*[\n(,;])")
+#: A later line that says what to do about the first ("Make sure Zotero is running."): still one message.
+_REMEDY_LINE: Final = re.compile(r"\n\s*(?:make sure|please|try|check|ensure|verify|use|run|install|set|start|"
+                                 r"restart|open|log in|sign in|see)\b", re.IGNORECASE)
 #: A later line of the text that opens as an error (read up to the text's first few thousand characters).
 _LATER_ERROR_LINE: Final = re.compile(r"\n\s*(?:error|exception|traceback)\b", re.IGNORECASE)
 _NOTHING_MORE: Final = re.compile(r"\s*$")
@@ -53,10 +64,12 @@ _OPENING_WORDS: Final = frozenset({
     "error", "errors", "exception", "traceback", "failed", "failure", "fatal", "could", "couldn't", "cannot", "can't",
     "can", "unable", "not", "an", "a", "please", "kindly", "no", "missing", "timeout", "time-out", "invalid",
     "unsupported", "unknown", "unrecognized", "unrecognised", "illegal", "malformed", "only", "permission", "access",
-    "security", "unauthorized", "unauthorised", "forbidden"})
+    "security", "unauthorized", "unauthorised", "forbidden", "rate", "authentication", "login", "sign", "signin",
+    "connection", "bad", "session", "token"})
+_PREFIX_WORDS: Final = frozenset({"error", "exception", "traceback", "failed", "failure", "fatal"})
 _CLAUSE: Final = 64  # a first clause longer than this is read in its first characters only
 #: One of these in a text's first characters, or no first clause can say the call failed (read without the rest).
-_CLAUSE_WORDS: Final = re.compile(" not | fail| error| timed out| be |n't exist")
+_CLAUSE_WORDS: Final = re.compile(" not | fail| error| timed out| be |n't exist| out of | required| must ")
 
 
 def error_string(text: str) -> bool:
@@ -69,8 +82,8 @@ def error_string(text: str) -> bool:
     if first is None:
         return False
     word = first.group()
-    if ERROR_TEXT_PREFIX.match(head):
-        return True
+    if (word in _PREFIX_WORDS or " error" in head or " exception" in head) and ERROR_TEXT_PREFIX.match(head):
+        return _METRIC.match(head) is None  # "Failed jobs: 0" is a count
     if word.isdigit():
         return STATUS_LINE.match(text) is not None  # a count or a status opens: never a clause that failed
     if word in _OPENING_WORDS and _OPENING.match(head):
@@ -83,9 +96,10 @@ def error_string(text: str) -> bool:
 
 def _one_message(text: str, start: int) -> bool:
     """Whether the text is one line (a message, not a report of several lines that may name a failure in its
-    first), or a later line opens as an error ("Execution failed\nFunction: f\nError: ...")."""
+    first), or a later line opens as an error ("Execution failed\nFunction: f\nError: ..."), or the next line says
+    what to do ("Could not connect to Zotero.\nMake sure Zotero is running.")."""
     line_end = text.find("\n", start, _LINES)
     if line_end < 0:
         return len(text) <= _LINES or "\n" not in text[_LINES:]  # a longer first line than this is one message
-    return (_NOTHING_MORE.match(text, line_end) is not None
+    return (_NOTHING_MORE.match(text, line_end) is not None or _REMEDY_LINE.match(text, line_end) is not None
             or _LATER_ERROR_LINE.search(text, line_end, _LINES) is not None)
