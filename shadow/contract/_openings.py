@@ -14,9 +14,9 @@ STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 #: such as an emoji (``**Error:**``, ``## Failed``, ``\u274c Could not ...``).
 _MARKUP: Final = re.compile(r"[\s*_#>`\u2022\u2190-\u2bff\u2700-\u27bf\ufe0f\U0001f000-\U0001faff]*")
 #: An opening that says the call did not happen: an ``Error``/``Failed`` word, it cannot, an error occurred, an
-#: argument is not given, invalid or unsupported (with what follows, or as a sentence: "Invalid paragraph index."),
-#: access is refused. Never an empty result
-#: ("No results found", "No rows returned"): those are success data.
+#: argument is not given or missing, invalid or unsupported (with what follows, or as a sentence: "Invalid paragraph
+#: index."), a refused connection or login, a rate limit, access refused. Never an empty result ("No results found",
+#: "No rows returned", "Could not find any ..."): those are success data.
 _OPENING: Final = re.compile(
     ERROR_TEXT_PREFIX.pattern.removeprefix(r"^\s*")
     + r"|(?:could not|couldn't|cannot|can't|can ?not|unable to|not able to|failed to)\b(?! find any\b)"
@@ -27,7 +27,6 @@ _OPENING: Final = re.compile(
     r"|missing (?:required )?(?:\w+ )?(?:parameter|argument|field|value|input|option)s?\b|no such \w"
     r"|rate limit(?:ed| (?:exceeded|reached|hit))|(?:authentication|login|sign[- ]?in) (?:required|failed)\b"
     r"|connection (?:refused|reset|closed|failed|timed out|error)\b|bad request\b|(?:session|token) (?:has )?expired"
-
     r"|time-?out (?:after|of|exceeded|expired|reached|waiting)\b"
     r"|(?:invalid|unsupported|unknown|unrecogni[sz]ed|illegal|malformed) (?:\w+ ){0,3}\w+"
     r"(?: ?:(?!\s*\d+\s*(?:$|\n))|\.(?:\s|$))"
