@@ -18,8 +18,7 @@ import orjson
 
 from shadow import _fingerprint, _redact
 from shadow._redact import JSONValue, hides_value, is_secret_key, scrub_text
-from shadow.contract._openings import error_string
-from shadow.contract._values import ERROR_KEYS, STATUS_KEYS, json_error
+from shadow.contract._values import ERROR_KEYS, STATUS_KEYS, looks_like_error
 
 _MAX_DEPTH: Final = 20  # below both conversion depths (redaction 20, fingerprints 64)
 _MAX_STRING: Final = 4096
@@ -184,5 +183,5 @@ def never_an_error(value: object) -> bool:
     if kind is dict:
         return _ERROR_SHAPED_KEYS.isdisjoint(value)  # type: ignore[arg-type]
     if isinstance(value, str) and kind is str:
-        return not (error_string(value) or json_error(value) is not None)
+        return not looks_like_error(value)  # the rules' own reading of a text
     return value is None or kind in (int, float, bool, list)
