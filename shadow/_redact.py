@@ -83,8 +83,8 @@ def is_secret_key(key: str) -> bool:
     if any(w in _SECRET_WORDS for w in words):
         return True
     joined = "".join(words)
-    if joined in _SECRET_WORDS or joined in {"privatekey", "accesskey", "clientsecret",
-                                                                 "setcookie", "seedphrase", "recoverycode"}:
+    if joined in _SECRET_WORDS or joined in {"privatekey", "accesskey", "clientsecret", "setcookie", "seedphrase",
+                                             "recoverycode"}:
         return True
     if joined.endswith("key") and joined[:-3] in _KEY_OWNERS:
         return True

@@ -107,9 +107,8 @@ class Rules:
         rules and ``Rules.default()`` after them (the proxy, ``shadow import``) takes from a user's
         ``Rules.default().on_result(...)``, so the built-in text rules never shadow the MCP ones."""
         exc_defaults = {id(r) for r in EXCEPTION_RULES}
-        res_defaults = {id(r) for r in RESULT_RULES}
         return Rules([r for r in self.exception_rules if id(r) not in exc_defaults],
-                     [r for r in self.result_rules if id(r) not in res_defaults], shown=self.shown_types,
+                     [r for r in self.result_rules if id(r) not in _BUILT_IN_RESULTS], shown=self.shown_types,
                      text_is_data=self.text_is_data)
 
     @classmethod
