@@ -39,6 +39,18 @@ _OTEL: Final = "shadow.calllog._otel"
 _NO_PAIR: Final = object()  # a call whose framework takes the result as is, not as (content, artifact)
 
 
+def _fastmcp_shows() -> bool:
+    """Whether FastMCP serves the request in progress and shows a tool's exception text to the model: it does
+    (``Error calling tool 'x': <text>``) unless its server masks error details (``mask_error_details``)."""
+    module = sys.modules.get("fastmcp.server.dependencies")
+    if module is None or module.fastmcp_request_ctx.get(None) is None:
+        return False
+    masks = getattr(module.get_server(), "_mask_error_details", None)
+    if not isinstance(masks, bool):
+        masks = bool(sys.modules["fastmcp"].settings.mask_error_details)
+    return not masks
+
+
 def _internal_failure(tool: str, exc: Exception, operation: str = "adapter") -> None:
     log.exception("shadow_failed", tool=tool, error_type=type(exc).__name__, operation=operation)
     report_internal_error(operation, exc)
@@ -65,16 +77,21 @@ class _Started:
 class _Runner:
     """Everything a wrapped call does around the tool itself, shared by the sync and the async wrapper."""
 
-    __slots__ = ("awaits", "deliver", "flags", "spec")
+    __slots__ = ("awaits", "deliver", "flags", "shows", "spec")
 
     def __init__(self, spec: ToolSpec, flags: FlagSource | None,
-                 deliver: Callable[[Payload], Any] | None = None, awaits: bool | None = None) -> None:
+                 deliver: Callable[[Payload], Any] | None = None, awaits: bool | None = None,
+                 shows: bool | None = None) -> None:
         self.spec = spec
         self.flags = flags
         self.deliver = deliver  # how a framework integration serves the payload (an MCP result, a JSON string)
         # whether the framework awaits a coroutine a plain ``def`` returns (FastMCP, PydanticAI do; LangChain, the
         # Agents SDK and MCPServer do not); ``None``: while FastMCP serves a request, read at each call
         self.awaits = awaits
+        # whether the framework shows a raised exception's text to the model (FastMCP unless it masks error details,
+        # the Agents SDK's default failure message; MCPServer, LangChain and PydanticAI do not); ``None``: read at
+        # each call, FastMCP's while it serves a request
+        self.shows = shows
 
     def awaits_returned(self) -> bool:
         """Whether the caller awaits a coroutine the tool returns, so shadow may await it in its place."""
@@ -82,6 +99,16 @@ class _Runner:
             return self.awaits
         module = sys.modules.get("fastmcp.server.dependencies")
         return module is not None and module.fastmcp_request_ctx.get(None) is not None
+
+    def shows_raised(self) -> bool:
+        """Whether the model read the text of an exception the tool raised, in legacy (``shows``)."""
+        if self.shows is not None:
+            return self.shows
+        try:
+            return _fastmcp_shows()
+        except Exception as failure:  # a FastMCP whose internals moved: as if it masked (the generic message)
+            _internal_failure(self.spec.name, failure, "adapter.shows")
+            return False
 
     def begin(self) -> _Started | None:
         """The call's flag and arm, or ``None`` to call through (legacy mode, or shadow's own failure).
@@ -132,11 +159,12 @@ class _Runner:
         if (exc is None and type(value) is tuple and len(value) == 2) or started.variant is _STRUCTURED:
             artifact, value = self._paired(value, exc)
         outcome = None
+        shown = exc is not None and isinstance(exc, Exception) and self.shows_raised()
         if started.variant is _STRUCTURED and not (
                 channels.passes_through(value) if exc is None else
                 not isinstance(exc, Exception) or channels.passes_through(exc)):
             try:
-                outcome = self.spec.outcome(value, exc)
+                outcome = self.spec.outcome(value, exc, shown)
                 outcome = PendingCall(spec=self.spec, mode=started.mode, variant=started.variant, session_id="",
                                       seq=0, started_ns=0, latency_ns=0, args=args, kwargs=kwargs).served(outcome)
             except Exception as failure:
@@ -146,7 +174,7 @@ class _Runner:
             call = PendingCall(
                 spec=self.spec, mode=started.mode, variant=started.variant, session_id=started.session_id,
                 seq=started.seq, epoch=started.epoch, started_ns=started.t0, latency_ns=latency, args=args,
-                kwargs=kwargs, value=value, exc=exc, outcome=outcome, flag_source=started.flag_source,
+                kwargs=kwargs, value=value, exc=exc, outcome=outcome, flag_source=started.flag_source, shown=shown,
             )
             if started.provisional is not None:  # made before the flags were loaded: the writer resolves it
                 from shadow.calllog._provisional import ProvisionalCall

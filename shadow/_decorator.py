@@ -80,7 +80,7 @@ def _check_options(name: object, rules: object, flags: object) -> None:
 def _wrap(
     fn: Callable[..., Any], *, name: str | None, rules: Rules | None, idempotent: bool, flags: FlagSource | None,
     source: str = "live", ignore: Iterable[str] = (), deliver: Callable[[Payload], Any] | None = None,
-    awaits: bool | None = None,
+    awaits: bool | None = None, shows: bool | None = None,
 ) -> Any:
     framework = frameworks.tool_object_kind(fn)
     if framework is not None:
@@ -103,7 +103,7 @@ def _wrap(
     # the plain decorator: an error payload becomes an MCP result with isError when an MCP server calls this tool
     plain = PlainDelivery(advertised) if deliver is None else None
     runner = _Runner(ToolSpec(tool_name, rules or _DEFAULT_RULES, idempotent, signature, source, skip), flags,
-                     deliver or plain, awaits)
+                     deliver or plain, awaits, shows)
     wrapper = WRAPPERS[callable_kind(fn)](fn, runner)
     functools.update_wrapper(wrapper, fn)
     if plain is not None:

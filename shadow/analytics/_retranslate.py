@@ -11,8 +11,10 @@ from typing import Any, Final
 from shadow.contract._author import SHOWN_EXCEPTIONS
 from shadow.contract._rules import Rules
 
-#: What the call log stores for a raised exception: ``{"exception": TYPE, "message": TEXT}``.
+#: What the call log stores for a raised exception: ``{"exception": TYPE, "message": TEXT}``, with ``"shown": true``
+#: when the framework showed its text to the model (FastMCP without masking).
 _EXCEPTION_KEYS: Final = frozenset({"exception", "message"})
+_SHOWN_KEYS: Final = frozenset({"exception", "message", "shown"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +71,9 @@ def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException
     """``(code, unmapped)`` today's rules give a logged legacy payload (decoded JSON); ``None`` when they read no
     error."""
     value = payload  # as the call log's JSON column gives it back
-    if isinstance(value, dict) and set(value) == _EXCEPTION_KEYS and isinstance(value["exception"], str):
+    if isinstance(value, dict) and set(value) in (_EXCEPTION_KEYS, _SHOWN_KEYS) and isinstance(value["exception"], str):
         exc = _exception(value["exception"], str(value["message"] or ""), rules, classes)
-        found = rules.translate_exception(exc)
+        found = rules.translate_exception(exc, shown=value.get("shown") is True)
     else:
         translated = rules.translate_result(value)
         if translated is None:

@@ -63,10 +63,12 @@ class ToolSpec:
     source: str = "live"
     skip: frozenset[str] = frozenset()  # framework-injected parameters and the user's ignore=(...): never logged
 
-    def outcome(self, value: Any, exc: BaseException | None) -> Outcome:
-        """What the contract says of a call that returned ``value`` or raised ``exc``."""
+    def outcome(self, value: Any, exc: BaseException | None, shown: bool = False) -> Outcome:
+        """What the contract says of a call that returned ``value`` or raised ``exc`` (``shown``: its text shown to
+        the model by the framework)."""
         if exc is not None:
-            return outcome_of_exception(exc, rules=self.rules, idempotent=self.idempotent, tool=self.name, quiet=True)
+            return outcome_of_exception(exc, rules=self.rules, idempotent=self.idempotent, tool=self.name, quiet=True,
+                                        shown=shown)
         return outcome_of_value(value, rules=self.rules, idempotent=self.idempotent, tool=self.name)
 
 
@@ -75,7 +77,7 @@ class PendingCall:
     """A call's raw facts, captured on the hot path; ``build`` (in the writer thread) makes the record.
 
     Not frozen: a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, about 2 us of the
-    caller's time per call for these 14 fields; nothing changes a ``PendingCall`` after it is made.
+    caller's time per call for these 15 fields; nothing changes a ``PendingCall`` after it is made.
     """
 
     spec: ToolSpec
@@ -92,6 +94,7 @@ class PendingCall:
     outcome: Outcome | None = None
     epoch: int | None = None
     flag_source: str | None = None
+    shown: bool = False  # the framework showed ``exc``'s text to the model (FastMCP without masking)
 
     def build(self) -> CallRecord:
         """The call record: arguments and legacy payload redacted and capped, the structured payload checked.
@@ -219,11 +222,13 @@ class PendingCall:
                 if k not in skip and (type(v) in plain_types or not frameworks.is_injected_value(v))}
 
     def _outcome(self) -> Outcome:
-        return self.spec.outcome(self.value, self.exc)
+        return self.spec.outcome(self.value, self.exc, self.shown)
 
     def _legacy(self, max_bytes: int, secrets: tuple[str, ...] = ()) -> JSONValue:
         if self.exc is not None:
             text = scrub_text(str(redact_values(str(self.exc), secrets)))[:_MAX_EXC_TEXT]
+            if self.shown:
+                return {"exception": type(self.exc).__qualname__, "message": text, "shown": True}
             return {"exception": type(self.exc).__qualname__, "message": text}
         return cap(redact_values(to_jsonable(self.value), secrets), max_bytes)
 

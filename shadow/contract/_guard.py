@@ -42,13 +42,14 @@ class Outcome:
 
 def outcome_of_exception(
     exc: BaseException, *, rules: Rules | None = None, idempotent: bool = True, tool: str | None = None,
-    quiet: bool = False, secrets: tuple[str, ...] = (),
+    quiet: bool = False, secrets: tuple[str, ...] = (), shown: bool = False,
 ) -> Outcome:
     """Translate an exception into the contract (the one place exceptions are translated).
 
-    An exception no rule maps is logged with its traceback (never put in the payload) unless ``quiet``.
+    An exception no rule maps is logged with its traceback (never put in the payload) unless ``quiet``. ``shown``:
+    the framework showed the exception's text to the model (``Rules.translate_exception``).
     """
-    translation = (rules or _DEFAULT_RULES).translate_exception(exc, idempotent=idempotent)
+    translation = (rules or _DEFAULT_RULES).translate_exception(exc, idempotent=idempotent, shown=shown)
     if translation.unmapped and not quiet:
         # The type and a scrubbed, bounded message only: exception text and tracebacks may carry credentials.
         log.warning("unmapped_exception", tool=tool, error_type=type(exc).__name__,

@@ -169,13 +169,24 @@ class Rules:
         return Rules(self.exception_rules, (rule, *self.result_rules), shown=self.shown_types,
                      text_is_data=self.text_is_data)
 
-    def translate_exception(self, exc: BaseException, *, idempotent: bool = True) -> Translation:
+    def translate_exception(self, exc: BaseException, *, idempotent: bool = True,
+                            shown: bool = False) -> Translation:
         """The structured error for ``exc``: ``Fail`` as raised, else the first matching rule, else internal
-        (an exception shown to the model: its text read as a returned error, ``rejected`` when unplaced)."""
+        (an exception shown to the model: its text read as a returned error, ``rejected`` when unplaced).
+
+        ``shown``: the framework showed this exception's text to the model in legacy (FastMCP does, for any
+        exception, unless it masks error details), so its words are the author's, as a framework's ``ToolError``'s
+        are; Python's own exceptions about a bug (``PROGRAMMING_ERRORS``, by exact type) stay unshown."""
         if isinstance(exc, Fail):
             error = exc.error if idempotent else exc.error.downgraded()
             return Translation(error, "Fail")
-        shown = self._shown(exc)
+        shown_as = self._shown(exc)
+        if shown_as is None and shown and type(exc) not in PROGRAMMING_ERRORS:
+            shown_as = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        return self._translated(exc, idempotent, shown_as)
+
+    def _translated(self, exc: BaseException, idempotent: bool, shown: str | None) -> Translation:
+        """``translate_exception`` past ``Fail``: ``shown`` is the name the exception was shown to the model by."""
         for rule in self.exception_rules:
             try:
                 if not rule.applies(exc):

@@ -52,7 +52,7 @@ def langchain_tool(
             parameters = {}  # type: ignore[assignment]
         by_name = tuple(n for n in _BY_NAME if n in parameters)
         shadow = ShadowOptions(name=shadow_name, rules=rules, idempotent=idempotent, flags=flags,
-                               ignore=(*ignore, *by_name), awaits=False)
+                               ignore=(*ignore, *by_name), awaits=False, shows=False)
         artifact = options.get("response_format") == "content_and_artifact"
         inner = _content_only(function) if artifact else function
         served = _served(shadow.wrap(inner, _Served), artifact)

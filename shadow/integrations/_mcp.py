@@ -48,7 +48,8 @@ def mcp_tool(
     ``description=``.
     """
     instrument_mcp(server)
-    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=False)
+    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=False,
+                           shows=False)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         check_function(function, "mcp_tool(server)")

@@ -32,7 +32,7 @@ def openai_agents_tool(
         from agents import function_tool
 
         shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore,
-                               awaits=False)
+                               awaits=False, shows=False)
         fatal = "failure_error_function" in options and options["failure_error_function"] is None
         wrapper = shadow.wrap(function, Fatal(payload_json) if fatal else payload_json)
         made = function_tool(wrapper, name_override=name, **options)

@@ -27,7 +27,8 @@ def pydantic_ai_tool(
     """
     if not callable(getattr(agent, "tool", None)) or not callable(getattr(agent, "tool_plain", None)):
         raise TypeError(f"pydantic_ai_tool(agent) takes a pydantic_ai.Agent first, not {type(agent).__name__}")
-    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=True)
+    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=True,
+                           shows=False)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         check_function(function, "pydantic_ai_tool(agent)")

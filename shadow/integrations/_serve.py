@@ -23,6 +23,8 @@ class ShadowOptions:
     ignore: Iterable[str] = ()
     #: whether the framework awaits a coroutine a plain ``def`` tool returns (``None``: read at each call)
     awaits: bool | None = None
+    #: whether the framework shows a raised exception's text to the model (``None``: read at each call, FastMCP's)
+    shows: bool | None = None
 
     def wrap(self, fn: Callable[..., Any], deliver: Callable[[Payload], Any] | None = None,
              name: str | None = None) -> Callable[..., Any]:
@@ -32,7 +34,7 @@ class ShadowOptions:
         _check_options(name or self.name, self.rules, self.flags)
         wrapped: Callable[..., Any] = _wrap(fn, name=name or self.name, rules=self.rules, idempotent=self.idempotent,
                                             flags=self.flags, ignore=self.ignore, deliver=deliver,
-                                            awaits=self.awaits)
+                                            awaits=self.awaits, shows=self.shows)
         return wrapped
 
 

@@ -56,9 +56,9 @@ def test_an_error_value_is_read_by_the_rules_once_per_distinct_value(monkeypatch
     asked: list[object] = []
     real = pending.ToolSpec.outcome
 
-    def outcome(self: pending.ToolSpec, value: object, exc: BaseException | None) -> Any:
+    def outcome(self: pending.ToolSpec, value: object, exc: BaseException | None, shown: bool = False) -> Any:
         asked.append(value)
-        return real(self, value, exc)
+        return real(self, value, exc, shown)
 
     monkeypatch.setattr(pending.ToolSpec, "outcome", outcome)
     for _ in range(3):
