@@ -21,7 +21,7 @@ from shadow.analytics._text import counted
 from shadow.analytics._thresholds import Thresholds
 from shadow.calllog import _db as db
 from shadow.calllog._tables import calls
-from shadow.contract._codes import CODE_TABLE, Code
+from shadow.contract._codes import CODE_TABLE, DOWNGRADED_WHEN_NOT_IDEMPOTENT, Code
 from shadow.contract._rules import Rules
 
 #: How many leak findings a result keeps (the count covers all of them).
@@ -290,6 +290,16 @@ def tool_in_log(url: str, tool: str) -> tuple[bool, tuple[str, ...]]:
         if conn.execute(select(calls.c.id).where(calls.c.tool == tool).limit(1)).first() is not None:
             return True, ()
         return False, _tool_names(conn)
+
+
+def logged_idempotent(url: str, tool: str) -> bool:
+    """Whether ``tool``'s logged errors read as an idempotent tool's: ``False`` once a service failure was served
+    ``ask_user`` (a tool wrapped with ``idempotent=False`` downgrades them), else ``True``."""
+    downgraded = [c.value for c in DOWNGRADED_WHEN_NOT_IDEMPOTENT]
+    with _engine(url).connect() as conn:
+        query = select(calls.c.id).where(calls.c.tool == tool, calls.c.code.in_(downgraded),
+                                         calls.c.next_action == "ask_user").limit(1)
+        return conn.execute(query).first() is None
 
 
 def codes_for_tool(url: str, tool: str, inventory: InventorySource | None = None) -> list[Code]:

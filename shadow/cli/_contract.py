@@ -48,21 +48,23 @@ def describe(
 ) -> None:
     """Print the paragraph a tool description should carry: every code and the three next actions.
 
-    With --tool, only the codes that tool can return, so the prompt and the payload change together.
+    With --tool, only the codes that tool can return, so the prompt and the payload change together; a tool its
+    log shows as not idempotent (its service failures served ask_user) gets them as ask_user here too.
 
     Example: shadow describe --tool create_task --format markdown
     """
-    codes = None
+    codes, idempotent = None, True
     if tool is not None:
-        codes = _codes_for(tool, store_url(db_url, db_alias), inventory)
+        codes, idempotent = _codes_for(tool, store_url(db_url, db_alias), inventory)
     elif inventory is not None:
         fail("--inventory goes with --tool; for example: shadow describe --tool create_task --inventory inv.json")
     shape: DescribeShape = "json" if fmt is Format.json else "markdown" if fmt is Format.markdown else "text"
-    typer.echo(describe_codes(codes, fmt=shape), nl=False)
+    typer.echo(describe_codes(codes, fmt=shape, idempotent=idempotent), nl=False)
 
 
-def _codes_for(tool: str, url: str, inventory: Path | None) -> list[Code]:
-    """The codes ``tool`` can return; warns when neither the log nor the inventory knows the tool."""
+def _codes_for(tool: str, url: str, inventory: Path | None) -> tuple[list[Code], bool]:
+    """The codes ``tool`` can return, and whether its log reads as an idempotent tool's (a non-idempotent tool's
+    service failures are ``ask_user``); warns when neither the log nor the inventory knows the tool."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from shadow.analytics import _ready as ready
@@ -70,6 +72,7 @@ def _codes_for(tool: str, url: str, inventory: Path | None) -> list[Code]:
     require_call_log(url)
     try:
         codes = ready.codes_for_tool(url, tool, inventory)
+        idempotent = ready.logged_idempotent(url, tool)
         proposed = ready.load_proposed(inventory, tool) if inventory is not None else ()
         note = None if proposed else unseen_tool(url, tool)
     except (ready.StoreMissing, ValueError) as exc:
@@ -79,4 +82,4 @@ def _codes_for(tool: str, url: str, inventory: Path | None) -> list[Code]:
     if note is not None:
         also = " and the inventory proposes nothing for it" if inventory is not None else ""
         warn(f"{note}{also}; check the name. Listed: only internal_error, which every wrapped tool can return.")
-    return codes
+    return codes, idempotent

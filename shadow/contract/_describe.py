@@ -2,25 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Literal
 
-from shadow.contract._codes import CODE_TABLE, NEXT_ACTION_MEANINGS, Code, CodeSpec
+from shadow.contract._codes import (
+    CODE_TABLE,
+    DOWNGRADED_WHEN_NOT_IDEMPOTENT,
+    NEXT_ACTION_MEANINGS,
+    Code,
+    CodeSpec,
+    NextAction,
+)
 
 Format = Literal["text", "markdown", "json"]
 
 
-def _rows(codes: Iterable[Code | str] | None) -> list[CodeSpec]:
-    if codes is None:
-        return list(CODE_TABLE.values())
-    wanted = {Code(c) for c in codes}
-    return [row for row in CODE_TABLE.values() if row.code in wanted]
+def _rows(codes: Iterable[Code | str] | None, idempotent: bool) -> list[CodeSpec]:
+    rows = list(CODE_TABLE.values())
+    if codes is not None:
+        wanted = {Code(c) for c in codes}
+        rows = [row for row in rows if row.code in wanted]
+    if idempotent:
+        return rows
+    return [dataclasses.replace(row, retryable=False, next_action=NextAction.ASK_USER,
+                                meaning=f"{row.meaning}; the call may have taken effect, so check before calling again")
+            if row.code in DOWNGRADED_WHEN_NOT_IDEMPOTENT else row for row in rows]
 
 
-def describe(codes: Iterable[Code | str] | None = None, *, fmt: Format = "text") -> str:
-    """The codes paragraph, generated from the code table; ``codes`` narrows it to what one tool returns."""
-    rows = _rows(codes)
+def describe(codes: Iterable[Code | str] | None = None, *, fmt: Format = "text", idempotent: bool = True) -> str:
+    """The codes paragraph, generated from the code table; ``codes`` narrows it to what one tool returns.
+    ``idempotent=False``: the paragraph of a tool whose calls a retry could repeat (a booking, a payment), whose
+    service failures are ``ask_user``, as its payloads say."""
+    rows = _rows(codes, idempotent)
     if fmt == "json":
         return json.dumps(
             {

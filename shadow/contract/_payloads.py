@@ -15,6 +15,11 @@ MAX_SENTENCES: Final = 2
 DEFAULT_CONTEXT_CAP: Final = 2048
 
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
+#: Shadow's own retry advice in a message (the code table's, the phrase table's, a drafted rule's), which a
+#: non-idempotent tool's downgraded error must not give: the call may have taken effect (a booking, a payment).
+_RETRY_ADVICE: Final = re.compile(r"(?:Wait and )?[Mm]ake the identical call again\b[^.!?]*[.!?]?")
+NOT_IDEMPOTENT_ADVICE: Final = ("The call may have taken effect: check whether it did before calling again, "
+                                "or ask the user.")
 
 
 class ErrorBody(TypedDict):
@@ -95,6 +100,14 @@ def check_retry_after(value: object) -> int:
     return whole if whole == value else whole + 1
 
 
+def without_retry_advice(message: str) -> str:
+    """``message`` with shadow's "make the identical call again" advice replaced by ``NOT_IDEMPOTENT_ADVICE`` (an
+    author's own words, which say something else, are left as they are)."""
+    if _RETRY_ADVICE.search(message) is None:
+        return message
+    return _RETRY_ADVICE.sub(NOT_IDEMPOTENT_ADVICE, message, count=1)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolError:
     """One structured error, already checked against the contract's rules."""
@@ -133,14 +146,17 @@ class ToolError:
         row = spec(code)
         retryable, next_action = defaults(row.code, idempotent=idempotent)
         text = row.default_message if message is None else message
+        if next_action is not row.next_action:  # downgraded: no retry advice in the message either
+            text = without_retry_advice(text)
         return cls(row.code, text, retryable, next_action, clean_context(context))
 
     def downgraded(self) -> ToolError:
-        """This error as a non-idempotent tool must report it (no blind retry of upstream failures)."""
+        """This error as a non-idempotent tool must report it (no blind retry of upstream failures, in its
+        ``next_action`` or in its message)."""
         retryable, next_action = defaults(self.code, idempotent=False)
         if (retryable, next_action) == (self.retryable, self.next_action):
             return self
-        return ToolError(self.code, self.message, retryable, next_action, self.context)
+        return ToolError(self.code, without_retry_advice(self.message), retryable, next_action, self.context)
 
     def payload(self) -> ErrorPayload:
         """The failure payload, with all five keys present."""
