@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from shadow.suggest._groups import Group, Suggestions
 
 _HELPERS = '''
@@ -74,16 +76,27 @@ def _call(group: Group, index: int) -> list[str]:
             f"    {tail}{context}name={name})"]
 
 
+_PLACEHOLDERS = re.compile(r"<[a-z_][a-z0-9_]*>")
+
+
+def _specificity(group: Group) -> int:
+    """How much of a shape is its own words: its length without placeholders and spaces."""
+    return len(_PLACEHOLDERS.sub("", group.shape.text).replace(" ", ""))
+
+
 def emit_rules(found: Suggestions, source: str) -> str:
     """The text of a module defining ``RULES``: the built-in rules plus one draft rule per group with a code."""
     body: list[str] = []
     unplaced: list[str] = []
-    # Rules.on()/on_result() put a rule first: write the smallest groups first, so the largest win on overlap.
-    for index, group in enumerate(reversed(found.groups), 1):
+    # Rules.on()/on_result() put a rule first, so a later line wins on overlap: the most specific shapes (the most
+    # words of their own, placeholders aside) are written last, so that "hotel <hotel> has no room <room>" wins
+    # over a bare "'<value>'"; among equally specific ones, the largest group wins.
+    numbered = {id(group): number for number, group in enumerate(found.groups, 1)}
+    for group in sorted(found.groups, key=lambda g: (_specificity(g), g.count, -numbered[id(g)])):
         if group.code is None:
             unplaced += _comment(group)
             continue
-        body += [*_comment(group), *_call(group, len(found.groups) - index + 1), ""]
+        body += [*_comment(group), *_call(group, numbered[id(group)]), ""]
     if unplaced:
         body += ["# UNPLACED: no code could be proposed; map these by hand:", *unplaced, ""]
     where = _one_line(source).replace("\\", "/").replace('"', "'")

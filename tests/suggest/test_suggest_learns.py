@@ -96,3 +96,37 @@ def test_the_emitted_module_imports_and_keeps_a_returned_errors_own_words(tmp_pa
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert len(module.RULES) > len(__import__("shadow").Rules.default())
+
+
+def test_a_specific_learned_rule_wins_over_a_general_one_of_the_same_exception(tmp_path: Path) -> None:
+    import shadow
+    from shadow.calllog._store import SqlStore
+    from shadow.testing import InMemoryFlags, recording
+
+    url, learned = f"sqlite:///{tmp_path}/log.db", tmp_path / "learned_rules.py"
+    flags = InMemoryFlags()
+    flags.set("reserve", "shadow")
+
+    @shadow.tool(name="reserve", flags=flags)
+    def reserve(hotel: str, room: int, invoice: str) -> None:
+        if invoice:  # many more of these: the general shape is the larger group
+            raise KeyError(invoice)
+        raise KeyError(f"hotel {hotel} has no room {room}")
+
+    with recording(SqlStore(url)):
+        for i in range(40):
+            try:
+                reserve(f"H-{i}", 30 + i, f"IV{100 + i}" if i % 4 else "")
+            except KeyError:
+                pass
+    result = CliRunner().invoke(app, ["rules", "suggest", "--db-url", url, "--emit-rules", str(learned)])
+    assert result.exit_code == 0, result.output
+    spec = importlib.util.spec_from_file_location("learned_rules_specific", learned)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    hotel = module.RULES.translate_exception(KeyError("hotel H-99 has no room 7"))
+    invoice = module.RULES.translate_exception(KeyError("IV999"))
+    assert hotel.rule != invoice.rule, (hotel, invoice)
+    assert hotel.error.context == {"hotel": "H-99", "room": "7"}
+    assert invoice.error.context == {"value": "IV999"}
