@@ -258,8 +258,8 @@ def count_checks(
               "so every error path has been translated for real"),
         Check("unmapped_share", share <= limits.max_unmapped_share, round(share, 6),
               f"<= {limits.max_unmapped_share:g}",
-              f"{n_unmapped} of {n_errors} errors ({share:.1%}) are unmapped: they matched no rule and became "
-              "internal_error; "
+              f"{n_unmapped} of {n_errors} errors ({share:.1%}) are unmapped: no rule placed them "
+              "(they were served rejected, internal_error or the built-in phrase table's guess); "
               f"add rules for them (start from shadow inventory) until at most {limits.max_unmapped_share:.0%}"),
         Check("schema_invalid", n_invalid <= limits.max_schema_invalid, n_invalid, f"<= {limits.max_schema_invalid}",
               f"{n_invalid} structured payloads failed the schema; fix the rules' messages and contexts "

@@ -207,7 +207,7 @@ def _code_order(codes: set[str]) -> list[str]:
 def code_mix(counts: Sequence[CodeCount], tools: Sequence[str],
              readiness: Mapping[str, ToolReadiness] | None = None) -> go.Figure:
     """Errors per tool, stacked by the code the structured payload gives (both arms); the errors no rule mapped
-    (they became internal_error) are their own hatched segment."""
+    (served rejected, internal_error or the phrase table's guess) are their own hatched segment."""
     ready = readiness or {}
     fig = figure(200 + 40 * max(1, len(tools)), barmode="stack")
     if not any(c.errors for c in counts):

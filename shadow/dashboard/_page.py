@@ -51,7 +51,7 @@ PANELS: Final = (
           "dashed gate line means the tool is not ready."),
     Panel("code_mix", "Error code mix",
           "Which codes each tool's errors get in the structured payload (both arms); the hatched part matched no "
-          "rule and became internal_error."),
+          "rule (served rejected, internal_error or the built-in phrase table's guess)."),
     Panel("follow_ups", "What the agent did after an error",
           "The first thing after each error, per arm, as a share of the arm's errors (whole range)."),
     Panel("follow_up_shifts", "Follow-up shifts between the arms",

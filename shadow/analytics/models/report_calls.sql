@@ -4,8 +4,8 @@
 -- Params: $tool VARCHAR, $since TIMESTAMP (inclusive), $until TIMESTAMP (exclusive); NULL means no filter.
 -- Returns one row per group; by_day says whether the row is grouped by day (else by tool). Every count is
 -- additive, so per-arm and per-tool totals are sums of these rows.
---   unmapped_errors:      errors no rule mapped (they became internal_error); their share of errors tells a
---                         team the tool is not ready to cut over.
+--   unmapped_errors:      errors no rule mapped (served rejected, internal_error or a phrase's guess); their share
+--                         of errors tells a team the tool is not ready to cut over.
 --   schema_invalid_calls: calls whose structured payload failed the published schema.
 -- The calls are read once, into one row per arm, tool and day; both groupings are sums of those few rows (GROUPING
 -- SETS over the calls themselves ran on one thread, at about three times the cost).
