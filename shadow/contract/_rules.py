@@ -18,6 +18,7 @@ from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule
 from shadow.contract._rules_id import fingerprint
 from shadow.contract._values import (
     ValueMatch,
+    author_text,
     error_text,
     exception_status,
     looks_like_error,
@@ -280,7 +281,7 @@ class Rules:
         try:
             if not matched and not rule.match(value):
                 return None
-            author = fit_message(error_text(value))
+            author = fit_message(author_text(value))
             if rule.code is None:
                 return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
                                    unmapped=True)
@@ -303,7 +304,7 @@ def _rejected(value: object, idempotent: bool) -> ToolError:
     else ``internal_error`` (nothing says what the value is)."""
     try:
         if looks_like_error(value):
-            return ToolError.of(Code.REJECTED, fit_message(error_text(value)), idempotent=idempotent)
+            return ToolError.of(Code.REJECTED, fit_message(author_text(value)), idempotent=idempotent)
     except Exception:
         pass
     return ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent)

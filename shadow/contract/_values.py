@@ -70,6 +70,29 @@ def error_text(value: object) -> str | None:
     return None
 
 
+#: Keys beside an error's text that say more about it (``{"error": "refund exceeds captured amount", "detail":
+#: "547.01 > 129.34"}``): the model read them in legacy, so the served message keeps them after the text.
+_DETAIL_KEYS: Final = ("detail", "details", "hint", "reason", "description", "suggestion")
+_MAX_DETAIL: Final = 300
+
+
+def author_text(value: object) -> str | None:
+    """``error_text`` with what a sibling key adds to it (``detail``, ``hint``, ...): the words the model read."""
+    text = error_text(value)
+    if not text or not isinstance(value, Mapping):
+        return text
+    inner = value.get("error")
+    holder: Mapping[Any, Any] = inner if isinstance(inner, Mapping) else value
+    for key in _DETAIL_KEYS:
+        item = holder.get(key)
+        if isinstance(item, int | float) and not isinstance(item, bool):
+            item = str(item)
+        if isinstance(item, str) and item.strip() and len(item) <= _MAX_DETAIL and item.strip() not in text:
+            joint = " " if text.rstrip()[-1:] in (".", "!", "?", ":") else ": "
+            return f"{text.rstrip()}{joint}{item.strip()}"
+    return text
+
+
 def status_of(value: object) -> int | None:
     """The HTTP-ish status a legacy value carries (``{"status": 404}``, ``{"error": {"code": 429}}``)."""
     if not isinstance(value, Mapping):

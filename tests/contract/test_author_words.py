@@ -196,3 +196,17 @@ def test_cutover_serves_the_authors_words_in_a_fresh_process(tmp_path: Path) -> 
                          timeout=120, check=True).stdout
     body = json.loads(out.splitlines()[0])["error"]
     assert (body["code"], body["message"], body["next_action"]) == ("rejected", "train 4411 runs on Sundays", "ask_user")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"error": "refund exceeds captured amount", "detail": "547.01 > 129.34"},
+     "refund exceeds captured amount: 547.01 > 129.34"),
+    ({"error": {"message": "Invalid date.", "hint": "Use YYYY-MM-DD"}}, "Invalid date. Use YYYY-MM-DD"),
+    ({"error": "Seat unavailable", "reason": "coach 4 is full", "code": "E12"}, "Seat unavailable: coach 4 is full"),
+    ({"error": "Order 7 not found", "detail": "not found"}, "Order 7 not found"),  # said already: once
+    ({"error": "Not found", "details": {"id": 7}}, "Not found"),  # a structure is not words
+])
+def test_a_returned_errors_detail_beside_its_text_stays_in_the_served_message(
+        value: dict[str, object], message: str) -> None:
+    translated = Rules.default().translate_result(value)
+    assert translated is not None and translated.error.message == message
