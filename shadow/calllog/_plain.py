@@ -159,7 +159,7 @@ def dumps(value: object) -> str:
 
 _NAMES: dict[int, tuple[inspect.Signature, tuple[str, ...], bool, bool] | None] = {}
 #: Keys through which the default result rules can see an error in a dict (``contract._rules``).
-_ERROR_SHAPED_KEYS: Final = frozenset({"ok", "success", *ERROR_KEYS, *STATUS_KEYS})
+_ERROR_SHAPED_KEYS: Final = frozenset({"ok", "success", "content", *ERROR_KEYS, *STATUS_KEYS})
 
 
 def positional_names(signature: inspect.Signature) -> tuple[tuple[str, ...], bool, bool] | None:

@@ -28,7 +28,8 @@ _shown: dict[type[BaseException], str] = {}
 _MAX_CACHED: Final = 1024
 
 #: What a legacy text starts with that the payload says already (``ok: false``): dropped from the message.
-_LEADING: Final = re.compile(r"^\s*(?:error executing tool [^\s:]+|error|exception)\s*:\s*", re.IGNORECASE)
+_LEADING: Final = re.compile(r"^\s*(?:\*\*|__)?(?:error executing tool [^\s:]+|error|exception)\s*:\s*(?:\*\*|__)?\s*",
+                             re.IGNORECASE)
 _TRACEBACK: Final = re.compile(r"^\s*Traceback \(most recent call last\)")
 _SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
 _READ: Final = 4096

@@ -56,6 +56,8 @@ def error_text(value: object) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, Mapping):
+        if "content" in value and (text := content_text(value)) is not None:
+            return text
         for key in TEXT_KEYS:
             item = value.get(key)
             if isinstance(item, str) and item:
@@ -107,12 +109,30 @@ def status_of(value: object) -> int | None:
     return status_of(inner) if isinstance(inner, Mapping) else None
 
 
+#: The keys of an MCP tool result a tool returns as a dict (``{"content": [{"type": "text", "text": ...}]}``).
+_MCP_RESULT_KEYS: Final = frozenset({"content", "isError", "is_error", "structuredContent", "structured_content",
+                                     "_meta", "meta"})
+
+
+def content_text(value: Mapping[Any, Any]) -> str | None:
+    """The text blocks of an MCP tool result returned as a dict, joined; ``None`` for any other mapping."""
+    content = value.get("content")
+    if type(content) is not list or not content or not _MCP_RESULT_KEYS.issuperset(value):
+        return None
+    texts = [block["text"] for block in content
+             if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+    return "\n".join(texts) if texts else None
+
+
 def looks_like_error(value: object) -> bool:
     """Whether a legacy return value reads as an error: an error key, a 4xx/5xx status, a text that opens as an
-    error ("Error: ...", "Could not ...", "Sheet 'Q3' not found": ``error_string``)."""
+    error ("Error: ...", "Could not ...", "Sheet 'Q3' not found": ``error_string``), an MCP result returned as a
+    dict whose ``isError`` is set or whose text reads so."""
     if isinstance(value, str):
         return error_string(value) or json_error(value) is not None
     if isinstance(value, Mapping):
+        if "content" in value and (text := content_text(value)) is not None:
+            return value.get("isError", value.get("is_error")) is True or looks_like_error(text)
         if value.get("ok") is False or value.get("success") is False:
             return True
         if any(value.get(key) for key in ERROR_KEYS):

@@ -210,3 +210,36 @@ def test_a_returned_errors_detail_beside_its_text_stays_in_the_served_message(
         value: dict[str, object], message: str) -> None:
     translated = Rules.default().translate_result(value)
     assert translated is not None and translated.error.message == message
+
+
+def test_an_mcp_result_a_tool_returns_as_a_dict_is_read_by_its_flag_and_its_text() -> None:
+    rules = Rules.default()
+    returned = {"content": [{"type": "text", "text": "**Error:** Variable 'nope' not found\nAvailable variables: x1"}]}
+    translated = rules.translate_result(returned)
+    assert translated is not None and translated.error.code is Code.NOT_FOUND
+    assert translated.error.message == "Variable 'nope' not found Available variables: x1"
+    flagged = rules.translate_result({"content": [{"type": "text", "text": "Quota used up"}], "isError": True})
+    assert flagged is not None and flagged.error.message == "Quota used up"
+    assert rules.translate_result({"content": [{"type": "text", "text": "x = 5"}]}) is None
+    assert rules.translate_result({"content": "Error: this is a document's text field"}) is None  # not MCP's shape
+
+
+def test_an_mcp_result_dict_is_logged_as_an_error_in_shadow_mode() -> None:
+    from shadow.testing import InMemoryFlags, InMemoryStore, recording
+
+    flags = InMemoryFlags()
+    flags.set("load_variable", "shadow")
+
+    @shadow.tool(flags=flags)
+    def load_variable(name: str) -> dict[str, object]:
+        if name == "x1":
+            return {"content": [{"type": "text", "text": "x1 = 5"}]}
+        return {"content": [{"type": "text", "text": f"**Error:** Variable '{name}' not found"}]}
+
+    with recording(InMemoryStore()) as store:
+        load_variable("x1")
+        load_variable("nope")
+        shadow.flush(10)
+    assert isinstance(store, InMemoryStore)
+    records = sorted(store.records.values(), key=lambda r: r.seq)  # type: ignore[union-attr]
+    assert [(r.outcome, r.code) for r in records] == [("ok", None), ("error", "not_found")]  # type: ignore[union-attr]
