@@ -16,8 +16,9 @@ from shadow.inventory._place import place, status_code, text_code
 from shadow.inventory._scan import Raw, Walker
 from shadow.inventory._wrap import rewrap, wrappers
 
-#: Decorators that mark agent tools: ``@tool``, ``@mcp.tool()``, ``@shadow.tool``, ``@function_tool``, ...
-TOOL_DECORATORS: Final = frozenset({"tool", "tool_plain", "function_tool", "guard", "call_tool"})
+#: Decorators that mark agent tools: ``@tool``, ``@mcp.tool()``, ``@shadow.tool``, ``@function_tool``, FastMCP's
+#: ``@mcp_tool`` (a method of an ``MCPMixin``), ...
+TOOL_DECORATORS: Final = frozenset({"tool", "tool_plain", "function_tool", "guard", "call_tool", "mcp_tool"})
 #: Decorators that mark a low-level dispatcher: one function serving every tool, branching on the name.
 DISPATCHERS: Final = frozenset({"call_tool"})
 

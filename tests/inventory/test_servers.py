@@ -120,7 +120,7 @@ def test_the_command_lists_the_server_shaped_tools(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["inventory", str(SERVERS), "--emit-rules", str(tmp_path / "srv_rules.py")])
     assert result.exit_code == ExitCode.OK, result.output
     assert "no tools found" not in result.stdout
-    assert result.stdout.splitlines()[-1].startswith("14 distinct error sites in 11 tools")
+    assert result.stdout.splitlines()[-1].startswith("16 distinct error sites in 13 tools")
     emitted = (tmp_path / "srv_rules.py").read_text()
     compile(emitted, "srv_rules.py", "exec")
     assert "No changes staged" in emitted
@@ -140,3 +140,11 @@ def test_a_local_variable_named_like_a_sibling_tool_is_not_taken_for_a_hook(tmp_
     )
     found = inventory([tmp_path])
     assert [(s.tool, s.code) for s in found.sites] == [("diff", "not_found")]
+
+
+def test_methods_of_a_fastmcp_mixin_are_tools_by_their_given_names(found: Inventory) -> None:
+    tools = {t.name: t for t in found.tools}
+    assert tools["extract_metadata"].qualname == "DocumentAnalysis.extract_metadata"
+    assert tools["page_count"].found_by == "@mcp_tool()"
+    [raised] = _sites(found, "page_count")
+    assert raised.code == "validation_error"
