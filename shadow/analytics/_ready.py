@@ -7,7 +7,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -204,6 +204,7 @@ def readiness(
                     leaks.append(Leak(str(call_id), code, tuple(text[:_LEAK_TEXT] for text in found)))
         others = _tool_names(conn) if not n_calls else ()
         again = retranslate(_distinct_outcomes(conn, where, is_error), rules) if rules is not None else None
+        newest = _newest_rules(conn, where) if rules is None else None
     n_calls, n_errors, n_unmapped, n_invalid = int(n_calls), int(n_errors), int(n_unmapped), int(n_invalid)
     if again is not None:
         n_errors, n_unmapped, seen = again.errors, again.unmapped, again.codes
@@ -218,6 +219,9 @@ def readiness(
               f"{leak_count} error payloads hold traceback text or file paths; move that text out of rule "
               "messages and contexts"),
     ]
+    if newest is not None:  # judged as logged, across rules versions: say how to judge today's rules alone
+        checks = [replace(c, advice=f"{c.advice}; {newest}")
+                  if c.name == "unmapped_share" and not c.passed else c for c in checks]
     if proposed is not None:
         checks.append(Check(
             "proposed_seen", not limits.require_proposed or not proposed_unseen, len(proposed_seen),
@@ -234,6 +238,22 @@ def readiness(
         rules=rules_name if again is not None else "as logged",
         no_longer_errors=again.no_longer_errors if again is not None else 0,
     )
+
+
+def _newest_rules(conn: Connection, where: list[Any]) -> str | None:
+    """When the tool's errors were translated by more than one set of rules: how to judge the newest alone (its
+    first call as ``--since``) or all with today's (``--rules``); else ``None``."""
+    query = (select(calls.c.rules_fingerprint, func.min(calls.c.ts), func.max(calls.c.ts))
+             .where(*where, calls.c.outcome == "error", calls.c.rules_fingerprint.is_not(None))
+             .group_by(calls.c.rules_fingerprint))
+    versions = conn.execute(query).all()
+    if len(versions) < 2:
+        return None
+    _, first, _ = max(versions, key=lambda row: row[2])
+    since = _utc(first)
+    when = since.isoformat(timespec="seconds") if since is not None else "its first call"
+    return (f"these errors were translated by {len(versions)} versions of the rules: judge them all with today's "
+            f"rules (--rules MODULE or SHADOW_RULES), or only the newest version's calls (--since {when})")
 
 
 def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> list[tuple[Any, int]]:
