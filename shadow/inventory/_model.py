@@ -98,6 +98,7 @@ class Inventory:
     tools: tuple[ToolDef, ...]
     sites: tuple[Site, ...]
     skipped: tuple[Skipped, ...]
+    modules: tuple[str, ...] = ()  # the dotted names of the modules read, as ``--select`` matches them
 
     @property
     def codes(self) -> tuple[str, ...]:

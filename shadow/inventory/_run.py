@@ -21,6 +21,7 @@ from shadow.inventory._wrap import rewrap, wrappers
 TOOL_DECORATORS: Final = frozenset({"tool", "tool_plain", "function_tool", "guard", "call_tool", "mcp_tool"})
 #: Decorators that mark a low-level dispatcher: one function serving every tool, branching on the name.
 DISPATCHERS: Final = frozenset({"call_tool"})
+_NAMES_SHOWN: Final = 8
 
 __all__ = [
     "KINDS", "TOOL_DECORATORS", "Inventory", "RuleDraft", "Site", "Skipped", "ToolDef", "emit_rules",
@@ -70,12 +71,19 @@ def _selected(module: Module, qualname: str, patterns: Sequence[str]) -> str | N
     public = not any(part.startswith("_") for part in qualname.split("."))
     nested = qualname in module.nested
     for pattern in patterns:
+        if not public and not _names_private(pattern):  # a glob's "*" takes no private helper for a tool
+            continue
         texts = (full, qualname) if nested else (full, qualname, name)  # a nested function by its full path
         if any(fnmatch.fnmatchcase(text, pattern) for text in texts):
             return pattern
         if public and not nested and fnmatch.fnmatchcase(module.name, pattern):
             return pattern
     return None
+
+
+def _names_private(pattern: str) -> bool:
+    """Whether a ``--select`` pattern itself names a private part (``tools._legacy_*``, ``_run``)."""
+    return any(part.startswith("_") for part in pattern.split("."))
 
 
 def _dispatch_variable(node: FunctionNode) -> str | None:
@@ -150,7 +158,7 @@ def inventory(
             for target in raw.tools or (tool.name,):
                 sites.setdefault(place(_wrapped(raw, wrapping), target), None)
     ordered = sorted(sites, key=lambda s: (s.file, s.line, s.tool, KINDS.index(s.kind), s.exception or ""))
-    return Inventory(len(files), tuple(listed), tuple(ordered), tuple(skipped))
+    return Inventory(len(files), tuple(listed), tuple(ordered), tuple(skipped), tuple(m.name for m in modules))
 
 
 def _wrapped(raw: Raw, wrapping: Sequence[object]) -> Raw:
@@ -170,6 +178,11 @@ def format_table(found: Inventory) -> str:
     elif not found.tools:
         lines.append("no tools found: mark them with a tool decorator (@tool, @mcp.tool(), @shadow.tool) "
                      "or name them with --select, for example --select 'tools.*'")
+        if found.modules:
+            names = ", ".join(sorted(found.modules)[:_NAMES_SHOWN])
+            more = f" and {len(found.modules) - _NAMES_SHOWN} more" if len(found.modules) > _NAMES_SHOWN else ""
+            lines.append(f"the modules read are named {names}{more} (a package's modules by their dotted path "
+                         f"from its root): --select matches those names")
     for skip in found.skipped:
         where = f"{skip.file}:{skip.line}" if skip.line else skip.file
         lines.append(f"skipped {where}: {skip.error}")

@@ -343,3 +343,17 @@ def test_aborts_inherited_statuses_runtime_texts_and_unknown_raises(tmp_path: Pa
     assert sites[15].code is None and "class the source does not say" in sites[15].reason
     assert sites[19].code is None and "built at run time" in sites[19].reason
     assert (sites[21].message, sites[21].code) == ("Error: bad input …", "validation_error")
+
+
+def test_a_select_that_matches_nothing_names_the_modules_it_read(tmp_path: Path) -> None:
+    package = tmp_path / "proj"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "travel_tools.py").write_text(
+        "def lookup(x):\n    if not x:\n        return {'error': 'x missing'}\n    return _helper(x)\n\n"
+        "def _helper(x):\n    raise ValueError('bad ' + x)\n")
+    missed = inventory([package], select=["travel_tools.*"])
+    assert not missed.tools and "the modules read are named proj, proj.travel_tools" in format_table(missed)
+    found = inventory([package], select=["proj.travel_tools.*"])
+    assert [t.name for t in found.tools] == ["lookup"]  # _helper is no tool of its own: its raise is lookup's
+    assert {(s.tool, s.kind) for s in found.sites} == {("lookup", "error-return"), ("lookup", "escapes-from-call")}
