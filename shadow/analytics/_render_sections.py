@@ -79,7 +79,7 @@ def decisions(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
     if shapes:
         lines += ["", "Most frequent unmapped legacy errors, by shape (add rules for these):"]
         for tool, u in shapes:
-            lines.append(_cut(f"  {_cut(tool, name_w)}  {u.errors:>6,}  {u.shape}", width))
+            lines.append(_cut(f"  {_cut(tool, name_w):<{name_w}}  {u.errors:>6,}  {u.shape}", width))
     if wide:
         for t in tools:
             if t.evidence is None or not t.evidence.codes:
