@@ -43,6 +43,8 @@ __all__ = [  # what other modules import from here, the readers of legacy values
 
 log = get_logger("shadow.rules")
 _BUILT_IN_RESULTS: Final = frozenset(id(rule) for rule in RESULT_RULES)
+#: The built-in exception rules, whose messages are generic: an exception shown to the model keeps its own words.
+_BUILT_IN_EXCEPTIONS: Final = frozenset(id(rule) for rule in EXCEPTION_RULES)
 
 class Rules:
     """An ordered list of translation rules; the first that matches wins.
@@ -193,7 +195,9 @@ class Rules:
                 if not rule.applies(exc):
                     continue
                 author = fit_message(_text_of(exc)) if shown is not None else None
-                return Translation(_build(rule.code, rule.message, rule.context, exc, idempotent, author), rule.name)
+                # a built-in rule's generic message says less than the words the model read (a reviewed rule's more)
+                message = None if author is not None and id(rule) in _BUILT_IN_EXCEPTIONS else rule.message
+                return Translation(_build(rule.code, message, rule.context, exc, idempotent, author), rule.name)
             except Exception as broken:  # a broken rule must never break the call
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
                 break

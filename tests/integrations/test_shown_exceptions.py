@@ -148,3 +148,18 @@ def test_mcpserver_keeps_a_crash_text_on_the_server_so_cutover_does_too(flags: I
     flags.set("interest", "cutover")
     served = json.loads(asyncio.run(run()).content[0].text)
     assert PRINCIPAL not in served["error"]["message"]  # the table's reading, in the code's own words
+
+
+@pytest.mark.parametrize(("exc", "code"), [
+    (PermissionError("You may not delete invoices of another tenant"), "permission_denied"),
+    (NotImplementedError("Export to XLSX is not supported yet"), "not_implemented"),
+    (FileNotFoundError("No PDF at reports/q3.pdf"), "not_found"),
+])
+def test_a_shown_exception_a_built_in_rule_places_keeps_its_words_over_the_rules_generic_message(
+        exc: Exception, code: str) -> None:
+    shown = shadow.Rules.default().translate_exception(exc, shown=True)
+    assert (shown.error.code.value, shown.error.message) == (code, str(exc))
+    unshown = shadow.Rules.default().translate_exception(exc)
+    assert unshown.error.code.value == code and unshown.error.message != str(exc)  # never read: the generic one
+    reviewed = shadow.Rules.default().on(type(exc), code, "Ask the user which tenant to use.")
+    assert reviewed.translate_exception(exc, shown=True).error.message == "Ask the user which tenant to use."
