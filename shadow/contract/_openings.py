@@ -8,6 +8,11 @@ from typing import Final
 ERROR_TEXT_PREFIX = re.compile(
     r"^\s*(?:(?:error|exception|traceback|failed|failure|fatal)\b|[A-Za-z]{1,40} (?:error|exception)\s*:)",
     re.IGNORECASE)
+#: An exception's class name opening the text, as a tool that returns ``f"{type(e).__name__}: {e}"`` writes it:
+#: ``OperationalError: no such table``, ``SQLite DatabaseError: UNIQUE constraint failed``, ``sqlite3.Error:``,
+#: ``ProgrammingError (Parameter/Syntax): ...``. Case-sensitive: a CamelCase name ending in Error or Exception.
+EXCEPTION_OPENING = re.compile(
+    r"(?:[A-Za-z][\w-]* ){0,2}(?:[a-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*?)?(?:Error|Exception)(?: \([^)\n]{0,40}\))?\s*:")
 #: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
 STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 #: Markup a returned text may open with before its first word: Markdown emphasis, headings and quotes, a symbol
@@ -83,6 +88,8 @@ def error_string(text: str) -> bool:
     word = first.group()
     if (word in _PREFIX_WORDS or " error" in head or " exception" in head) and ERROR_TEXT_PREFIX.match(head):
         return _METRIC.match(head) is None  # "Failed jobs: 0" is a count
+    if ("error" in head or "exception" in head) and EXCEPTION_OPENING.match(text, start, start + _HEAD):
+        return True
     if word.isdigit():
         return STATUS_LINE.match(text) is not None  # a count or a status opens: never a clause that failed
     if word in _OPENING_WORDS and _OPENING.match(head):

@@ -50,6 +50,10 @@ ERRORS = [
     "Value must be a positive integer",
     "Bad request: missing 'to' address",
     "Tool 'foo' is not available",
+    "SQLite DatabaseError: UNIQUE constraint failed: customers.email",  # an exception's class name opens it
+    "OperationalError: no such table: custmers\nSuggestion: did you mean `customers`?",
+    "SQLite ProgrammingError (Parameter/Syntax): Incorrect number of bindings supplied",
+    "HTTPError: 404 Client Error: Not Found for url",
 ]
 
 SUCCESSES = [
@@ -79,6 +83,8 @@ SUCCESSES = [
     '{"results": [], "error": null}',
     '{"status": "ok", "data": {"error": "a field of the data"}}',
     '{"error": "not JSON at all',
+    "Terror: a novel by Dan Simmons",  # not a class name: lowercase "error"
+    "ErrorBudget: 5 minutes left this month",
 ]
 
 
@@ -101,6 +107,12 @@ def test_a_marker_less_error_is_served_in_the_authors_words_with_the_code_its_wo
     found = Rules.default().translate_result("Sheet 'Q3' not found")
     assert found is not None
     assert (found.error.code.value, found.error.message) == ("not_found", "Sheet 'Q3' not found")
+
+
+def test_a_driver_error_returned_as_text_keeps_its_words_and_the_code_they_give() -> None:
+    found = Rules.default().translate_result("SQLite DatabaseError: UNIQUE constraint failed: customers.email")
+    assert found is not None and found.error.code.value == "already_exists"  # the row is there: use it
+    assert found.error.message == "SQLite DatabaseError: UNIQUE constraint failed: customers.email"
 
 
 def test_a_json_error_object_returned_as_text_is_read_by_its_message() -> None:

@@ -26,7 +26,9 @@ def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
     # ("Missing required parameter: q", "Connection refused", "... is out of range", "... is required") or as
     # errors ("Failed jobs: 0", "Could not find any matching documents."): 122 of 135 (90.4%); the six unread
     # held-out layers 97 of 107 (90.7%); no false alarm.
+    # Then an exception's class name as the opening ("SQLite DatabaseError: UNIQUE constraint failed"), from an
+    # outside check on fastmcp-sqlite (in neither part): 124 of 135 (91.9%), no false alarm.
     recall, alarms = HELDOUT.recall, HELDOUT.false_alarms  # plain numbers: a failure never prints the misses' ids
     print(f"\nheld-out: {recall:.1%} of errors read, {alarms} false alarms")
-    assert recall >= 0.903
+    assert recall >= 0.918
     assert alarms == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -115,10 +116,8 @@ def test_a_specific_learned_rule_wins_over_a_general_one_of_the_same_exception(t
 
     with recording(SqlStore(url)):
         for i in range(40):
-            try:
+            with contextlib.suppress(KeyError):
                 reserve(f"H-{i}", 30 + i, f"IV{100 + i}" if i % 4 else "")
-            except KeyError:
-                pass
     result = CliRunner().invoke(app, ["rules", "suggest", "--db-url", url, "--emit-rules", str(learned)])
     assert result.exit_code == 0, result.output
     spec = importlib.util.spec_from_file_location("learned_rules_specific", learned)
