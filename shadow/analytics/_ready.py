@@ -205,6 +205,7 @@ def readiness(
         others = _tool_names(conn) if not n_calls else ()
         again = retranslate(_distinct_outcomes(conn, where, is_error), rules) if rules is not None else None
         newest = _newest_rules(conn, where) if rules is None else None
+        served = _served_unmapped(conn, where) if rules is None and n_unmapped else None
     n_calls, n_errors, n_unmapped, n_invalid = int(n_calls), int(n_errors), int(n_unmapped), int(n_invalid)
     if again is not None:
         n_errors, n_unmapped, seen = again.errors, again.unmapped, again.codes
@@ -214,7 +215,7 @@ def readiness(
     not_proposed = _order(set(seen) - set(proposed)) if proposed is not None else ()
     checks = [
         *count_checks(n_calls, n_errors, n_unmapped, n_invalid, limits,
-                      no_calls=_no_calls(tool, others) if not n_calls else None),
+                      no_calls=_no_calls(tool, others) if not n_calls else None, served=served),
         Check("leaks", leak_count <= limits.max_leaks, leak_count, f"<= {limits.max_leaks}",
               f"{leak_count} error payloads hold traceback text or file paths; move that text out of rule "
               "messages and contexts"),
@@ -253,7 +254,15 @@ def _newest_rules(conn: Connection, where: list[Any]) -> str | None:
     since = _utc(first)
     when = since.isoformat(timespec="seconds") if since is not None else "its first call"
     return (f"these errors were translated by {len(versions)} versions of the rules: judge them all with today's "
-            f"rules (--rules MODULE or SHADOW_RULES), or only the newest version's calls (--since {when})")
+            f"rules (--rules MODULE or SHADOW_RULES), or see the newest version's calls alone with "
+            f"`shadow ready TOOL --since {when}`")
+
+
+def _served_unmapped(conn: Connection, where: list[Any]) -> str:
+    """What the tool's unmapped errors were served, most first: ``upstream_unavailable (26), rejected (3)``."""
+    query = (select(calls.c.code, func.count()).where(*where, calls.c.outcome == "error", calls.c.unmapped.is_(True))
+             .group_by(calls.c.code).order_by(func.count().desc(), calls.c.code))
+    return ", ".join(f"{code or 'no code'} ({n:,})" for code, n in conn.execute(query))
 
 
 def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> list[tuple[Any, int]]:
@@ -263,11 +272,13 @@ def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> lis
 
 
 def count_checks(
-    n_calls: int, n_errors: int, n_unmapped: int, n_invalid: int, limits: Thresholds, *, no_calls: str | None = None
+    n_calls: int, n_errors: int, n_unmapped: int, n_invalid: int, limits: Thresholds, *, no_calls: str | None = None,
+    served: str | None = None,
 ) -> list[Check]:
     """The gate's checks that need only counts (calls, errors, unmapped share, schema-invalid payloads).
 
-    ``readiness`` adds the leak scan; the dashboard uses these alone on the report's per-tool counts.
+    ``readiness`` adds the leak scan and what the unmapped errors were served (``served``); the dashboard uses
+    these alone on the report's per-tool counts.
     """
     share = n_unmapped / n_errors if n_errors else 0.0
     return [
@@ -278,8 +289,8 @@ def count_checks(
               "so every error path has been translated for real"),
         Check("unmapped_share", share <= limits.max_unmapped_share, round(share, 6),
               f"<= {limits.max_unmapped_share:g}",
-              f"{n_unmapped} of {n_errors} errors ({share:.1%}) are unmapped: no rule placed them "
-              "(they were served rejected, internal_error or the built-in phrase table's guess); "
+              f"{n_unmapped} of {n_errors} errors ({share:.1%}) are unmapped: no rule placed them (they were served "
+              f"{served or 'rejected, internal_error or the built-in phrase table guess'}); "
               f"add rules for them (start from shadow inventory) until at most {limits.max_unmapped_share:.0%}"),
         Check("schema_invalid", n_invalid <= limits.max_schema_invalid, n_invalid, f"<= {limits.max_schema_invalid}",
               f"{n_invalid} structured payloads failed the schema; fix the rules' messages and contexts "

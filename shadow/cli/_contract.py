@@ -43,6 +43,10 @@ def describe(
     inventory: Annotated[Path | None, typer.Option(
         "--inventory", exists=True, dir_okay=False, help="A `shadow inventory --format json` file, with --tool."
     )] = None,
+    not_idempotent: Annotated[bool, typer.Option(
+        "--not-idempotent", help="The tool is wrapped with idempotent=False: its service failures are ask_user "
+        "(with --tool this is also read from its log)."
+    )] = False,
     db_url: DbUrlOption = None,
     db_alias: DbAliasOption = None,
 ) -> None:
@@ -51,7 +55,7 @@ def describe(
     With --tool, only the codes that tool can return, so the prompt and the payload change together; a tool its
     log shows as not idempotent (its service failures served ask_user) gets them as ask_user here too.
 
-    Example: shadow describe --tool create_task --format markdown
+    Example: shadow describe --tool charge_card --not-idempotent --format markdown
     """
     codes, idempotent = None, True
     if tool is not None:
@@ -59,7 +63,7 @@ def describe(
     elif inventory is not None:
         fail("--inventory goes with --tool; for example: shadow describe --tool create_task --inventory inv.json")
     shape: DescribeShape = "json" if fmt is Format.json else "markdown" if fmt is Format.markdown else "text"
-    typer.echo(describe_codes(codes, fmt=shape, idempotent=idempotent), nl=False)
+    typer.echo(describe_codes(codes, fmt=shape, idempotent=idempotent and not not_idempotent), nl=False)
 
 
 def _codes_for(tool: str, url: str, inventory: Path | None) -> tuple[list[Code], bool]:

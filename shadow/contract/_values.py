@@ -9,6 +9,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
+from shadow._redact import LEAK_PATTERNS
 from shadow.contract._openings import error_string
 
 ValueMatch: TypeAlias = Callable[[Any], bool]
@@ -73,9 +74,11 @@ def error_text(value: object) -> str | None:
 
 
 #: Keys beside an error's text that say more about it (``{"error": "refund exceeds captured amount", "detail":
-#: "547.01 > 129.34"}``): the model read them in legacy, so the served message keeps them after the text.
-_DETAIL_KEYS: Final = ("detail", "details", "hint", "reason", "description", "suggestion")
-_MAX_DETAIL: Final = 300
+#: "547.01 > 129.34"}``, ``{"error": "invalid_grant", "error_description": "Token expired"}``): the model read them
+#: in legacy, so the served message keeps the first after the text (``fit_message`` then bounds the whole).
+_DETAIL_KEYS: Final = ("message", "detail", "details", "error_description", "description", "hint", "reason",
+                       "suggestion")
+_MAX_DETAIL: Final = 4096
 
 
 def author_text(value: object) -> str | None:
@@ -90,6 +93,8 @@ def author_text(value: object) -> str | None:
         if isinstance(item, int | float) and not isinstance(item, bool):
             item = str(item)
         if isinstance(item, str) and item.strip() and len(item) <= _MAX_DETAIL and item.strip() not in text:
+            if any(pattern.search(item) for pattern in LEAK_PATTERNS):
+                continue  # a traceback or a file path is for a developer: never served
             joint = " " if text.rstrip()[-1:] in (".", "!", "?", ":") else ": "
             return f"{text.rstrip()}{joint}{item.strip()}"
     return text

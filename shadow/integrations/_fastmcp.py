@@ -12,9 +12,27 @@ from shadow.integrations._serve import ShadowOptions, check_function, payload_js
 from shadow.typing import FlagSource
 
 
+def idempotent_of(annotations: Any) -> bool:
+    """Whether a tool with these MCP annotations may be told to retry: not when it declares ``idempotentHint:
+    false``, or ``destructiveHint: true`` without ``idempotentHint: true`` (a hint left out promises nothing either
+    way, so a tool without annotations keeps the default, ``True``)."""
+    if annotations is None:
+        return True
+
+    def hint(snake: str, camel: str) -> object:
+        if isinstance(annotations, dict):
+            return annotations.get(camel, annotations.get(snake))
+        return getattr(annotations, snake, getattr(annotations, camel, None))
+
+    idempotent, destructive = hint("idempotent_hint", "idempotentHint"), hint("destructive_hint", "destructiveHint")
+    if idempotent is not None:
+        return bool(idempotent)
+    return destructive is not True or bool(hint("read_only_hint", "readOnlyHint"))
+
+
 def fastmcp_tool(
     mcp: Any, fn: Callable[..., Any] | None = None, /, *, name: str | None = None, rules: Rules | None = None,
-    idempotent: bool = True, flags: FlagSource | None = None, ignore: Iterable[str] = (), **options: Any,
+    idempotent: bool | None = None, flags: FlagSource | None = None, ignore: Iterable[str] = (), **options: Any,
 ) -> Any:
     """Register ``fn`` on the FastMCP server ``mcp`` behind its shadow flag: ``@fastmcp_tool(mcp)``.
 
@@ -23,11 +41,13 @@ def fastmcp_tool(
     gets a result whose text is the payload's JSON, whose ``structuredContent`` matches the output schema, with
     ``isError`` set on errors (a ``ToolError`` the tool raises too, its text as the message). An
     ``output_schema=`` of your own is widened the same way. Put the ``shadow describe --tool`` paragraph in
-    ``description=``. Returns ``fn`` wrapped, as ``@mcp.tool`` returns the function.
+    ``description=``. ``idempotent`` left out follows ``annotations=`` (``idempotent_of``). Returns ``fn``
+    wrapped, as ``@mcp.tool`` returns the function.
     """
     if not callable(getattr(mcp, "add_tool", None)):
         raise TypeError(f"fastmcp_tool(mcp) takes the fastmcp.FastMCP server first, not {type(mcp).__name__}")
-    shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore, awaits=True)
+    retries = idempotent_of(options.get("annotations")) if idempotent is None else idempotent
+    shadow = ShadowOptions(name=name, rules=rules, idempotent=retries, flags=flags, ignore=ignore, awaits=True)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         check_function(function, "fastmcp_tool(mcp)")

@@ -11,7 +11,7 @@ from fastmcp.tools import FunctionTool, Tool
 from fastmcp.utilities.versions import VersionSpec
 
 from shadow.contract._rules import Rules
-from shadow.integrations._fastmcp import fastmcp_tool
+from shadow.integrations._fastmcp import fastmcp_tool, idempotent_of
 from shadow.typing import FlagSource
 
 
@@ -25,10 +25,12 @@ class ShadowTransform(Transform):
     transform, not a middleware: a middleware's ``call_next`` runs the tool the server looks up by name, so only
     a transform can hand the server the shadowed tool and keep its error masking and timeouts. Tools named in
     ``ignore`` are left alone (no record); so are tools without a Python function (proxied, transformed) and
-    tools already shadowed by ``fastmcp_tool`` or ``@shadow.tool``.
+    tools already shadowed by ``fastmcp_tool`` or ``@shadow.tool``. ``idempotent`` left out follows each tool's
+    annotations: a tool that declares ``idempotentHint: false`` (or ``destructiveHint: true``) is never told to
+    retry.
     """
 
-    def __init__(self, *, ignore: Iterable[str] = (), rules: Rules | None = None, idempotent: bool = True,
+    def __init__(self, *, ignore: Iterable[str] = (), rules: Rules | None = None, idempotent: bool | None = None,
                  flags: FlagSource | None = None) -> None:
         if isinstance(ignore, str):
             raise TypeError(f"ShadowTransform(ignore=...) takes tool names, not one string: ignore=[{ignore!r}]")
@@ -80,6 +82,8 @@ def _shadow(tool: FunctionTool, function: Callable[..., Any],
     if tool.output_schema != Tool.from_function(function, name=tool.name).output_schema:
         own["output_schema"] = tool.output_schema  # the author's own schema (or None): kept, as with fastmcp_tool
     collector = _Collector()
+    if options["idempotent"] is None:
+        options = {**options, "idempotent": idempotent_of(tool.annotations)}
     wrapper = fastmcp_tool(collector, name=tool.name, **options, **own)(function)
     (made,) = collector.tools
     return wrapper, made.output_schema

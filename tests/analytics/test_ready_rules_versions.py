@@ -40,7 +40,8 @@ def test_as_logged_across_rules_versions_the_advice_names_rules_and_the_newest_v
     assert not judged.ready and judged.rules == "as logged"
     [check] = [c for c in judged.checks if c.name == "unmapped_share"]
     assert "2 versions of the rules" in check.advice and "--rules MODULE" in check.advice
-    since = re.search(r"--since (\S+)\)", check.advice)
+    assert "(they were served rejected (30))" in check.advice  # what this tool's unmapped errors were served
+    since = re.search(r"shadow ready TOOL --since (\S+)`", check.advice)
     assert since is not None
     from shadow.cli._options import time_option
 

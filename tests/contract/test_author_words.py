@@ -205,6 +205,12 @@ def test_cutover_serves_the_authors_words_in_a_fresh_process(tmp_path: Path) -> 
     ({"error": "Seat unavailable", "reason": "coach 4 is full", "code": "E12"}, "Seat unavailable: coach 4 is full"),
     ({"error": "Order 7 not found", "detail": "not found"}, "Order 7 not found"),  # said already: once
     ({"error": "Not found", "details": {"id": 7}}, "Not found"),  # a structure is not words
+    ({"error": "refund failed", "message": "refund exceeds captured amount (547.01 > 129.34)"},
+     "refund failed: refund exceeds captured amount (547.01 > 129.34)"),
+    ({"error": "invalid_grant", "error_description": "Token expired"}, "invalid_grant: Token expired"),
+    # a traceback or a path is for a developer, never for the model
+    ({"error": "crash", "detail": 'Traceback (most recent call last):\n  File "/srv/app/x.py", line 3'}, "crash"),
+    ({"error": "export failed", "hint": "see /var/log/app/export.log"}, "export failed"),
 ])
 def test_a_returned_errors_detail_beside_its_text_stays_in_the_served_message(
         value: dict[str, object], message: str) -> None:

@@ -78,3 +78,11 @@ def test_describe_lists_service_failures_as_ask_user_for_a_tool_logged_as_not_id
     assert "upstream_timeout [ask_user]" in booked.stdout
     looked = runner.invoke(app, ["describe", "--tool", "lookup", "--db-url", url])
     assert "upstream_timeout [retry]" in looked.stdout
+
+
+def test_describe_takes_not_idempotent_for_a_tool_whose_log_shows_no_service_failure_yet() -> None:
+    said = CliRunner().invoke(app, ["describe", "--not-idempotent"])
+    assert said.exit_code == 0, said.output
+    assert "upstream_timeout [ask_user]" in said.stdout and "upstream_unavailable [ask_user]" in said.stdout
+    assert "rate_limited [retry]" in said.stdout  # a 429 did nothing: the identical call is still safe
+    assert "upstream_timeout [retry]" in CliRunner().invoke(app, ["describe"]).stdout
