@@ -22,7 +22,9 @@ def idempotent_of(annotations: Any) -> bool:
     def hint(snake: str, camel: str) -> object:
         if isinstance(annotations, dict):
             return annotations.get(camel, annotations.get(snake))
-        return getattr(annotations, snake, getattr(annotations, camel, None))
+        if hasattr(annotations, snake):  # MCP SDK 2's names; 1.x's camelCase ones otherwise (2 warns on those)
+            return getattr(annotations, snake)
+        return getattr(annotations, camel, None)
 
     idempotent, destructive = hint("idempotent_hint", "idempotentHint"), hint("destructive_hint", "destructiveHint")
     if idempotent is not None:

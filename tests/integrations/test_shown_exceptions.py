@@ -163,3 +163,42 @@ def test_a_shown_exception_a_built_in_rule_places_keeps_its_words_over_the_rules
     assert unshown.error.code.value == code and unshown.error.message != str(exc)  # never read: the generic one
     reviewed = shadow.Rules.default().on(type(exc), code, "Ask the user which tenant to use.")
     assert reviewed.translate_exception(exc, shown=True).error.message == "Ask the user which tenant to use."
+
+
+def test_a_fastmcp_tool_annotated_not_idempotent_is_never_told_to_retry(flags: InMemoryFlags) -> None:
+    from mcp.types import ToolAnnotations
+
+    def charge(amount: int) -> str:
+        raise TimeoutError("payment gateway did not answer")
+
+    def lookup(amount: int) -> str:
+        raise TimeoutError("rates service did not answer")
+
+    transformed = fastmcp.FastMCP("payments", transforms=[ShadowTransform(flags=flags)])
+    transformed.tool(annotations=ToolAnnotations(idempotentHint=False))(charge)
+    transformed.tool(lookup)
+    decorated = fastmcp.FastMCP("decorated")
+    fastmcp_tool(decorated, name="charge", flags=flags, annotations={"destructiveHint": True})(
+        _tools_like(charge))
+    fastmcp_tool(decorated, name="lookup", flags=flags, idempotent=True,
+                 annotations={"idempotentHint": False})(_tools_like(lookup))  # an explicit idempotent= wins
+    flags.set("charge", "cutover")
+    flags.set("lookup", "cutover")
+
+    async def run(server: Any) -> dict[str, Any]:
+        async with fastmcp.Client(server) as client:
+            return {name: json.loads((await client.call_tool(name, {"amount": 5}, raise_on_error=False))
+                                     .content[0].text)["error"] for name in ("charge", "lookup")}
+
+    served = asyncio.run(run(transformed))
+    assert (served["charge"]["next_action"], served["lookup"]["next_action"]) == ("ask_user", "retry")
+    assert "identical call" not in served["charge"]["message"]
+    served = asyncio.run(run(decorated))
+    assert (served["charge"]["next_action"], served["lookup"]["next_action"]) == ("ask_user", "retry")
+
+
+def _tools_like(fn: Any) -> Any:
+    """A new function of the same code (FastMCP marks a function it registers)."""
+    import types
+
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
