@@ -88,9 +88,9 @@ class _Runner:
         # whether the framework awaits a coroutine a plain ``def`` returns (FastMCP, PydanticAI do; LangChain, the
         # Agents SDK and MCPServer do not); ``None``: while FastMCP serves a request, read at each call
         self.awaits = awaits
-        # whether the framework shows a raised exception's text to the model (FastMCP unless it masks error details,
-        # the Agents SDK's default failure message; MCPServer, LangChain and PydanticAI do not); ``None``: read at
-        # each call, FastMCP's while it serves a request
+        # whether the framework shows a raised exception's text to the model (FastMCP does unless it masks error
+        # details; MCPServer, LangChain, PydanticAI and the Agents SDK's default failure message do not); ``None``:
+        # read at each call, FastMCP's while it serves a request
         self.shows = shows
 
     def awaits_returned(self) -> bool:
