@@ -23,7 +23,8 @@ _artifact: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("sh
 
 def langchain_tool(
     fn: Callable[..., Any] | None = None, /, *, name: str | None = None, rules: Rules | None = None,
-    idempotent: bool = True, flags: FlagSource | None = None, ignore: Iterable[str] = (), **options: Any,
+    idempotent: bool = True, flags: FlagSource | None = None, ignore: Iterable[str] = (), shows_errors: bool = False,
+    **options: Any,
 ) -> Any:
     """A LangChain ``StructuredTool`` behind its shadow flag: ``@langchain_tool`` or ``@langchain_tool(name=...)``.
 
@@ -37,8 +38,9 @@ def langchain_tool(
     ``str()`` the payload's JSON; ``False``, the default, lets it propagate). LangGraph's ``interrupt()`` and a
     returned ``Command`` pass through. With ``response_format="content_and_artifact"``
     the tool is judged, logged and served on its content alone: the artifact passes through unchanged on successes
-    and is ``None`` on errors. Put the ``shadow describe --tool`` paragraph in ``description=`` or at the end of the
-    docstring.
+    and is ``None`` on errors. ``shows_errors=True`` when the model reads a raised exception's text in legacy
+    (``ToolNode(handle_tool_errors=True)``): cutover then keeps its words, as for a ``ToolException``. Put the
+    ``shadow describe --tool`` paragraph in ``description=`` or at the end of the docstring.
     """
     shadow_name = name
 
@@ -52,7 +54,7 @@ def langchain_tool(
             parameters = {}  # type: ignore[assignment]
         by_name = tuple(n for n in _BY_NAME if n in parameters)
         shadow = ShadowOptions(name=shadow_name, rules=rules, idempotent=idempotent, flags=flags,
-                               ignore=(*ignore, *by_name), awaits=False, shows=False)
+                               ignore=(*ignore, *by_name), awaits=False, shows=bool(shows_errors))
         artifact = options.get("response_format") == "content_and_artifact"
         inner = _content_only(function) if artifact else function
         served = _served(shadow.wrap(inner, _Served), artifact)

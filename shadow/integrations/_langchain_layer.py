@@ -12,7 +12,7 @@ from shadow.typing import FlagSource
 
 def shadow_tools(
     tools: Sequence[Any], *, ignore: Iterable[str] = (), rules: Rules | None = None, idempotent: bool = True,
-    flags: FlagSource | None = None,
+    flags: FlagSource | None = None, shows_errors: bool = False,
 ) -> list[Any]:
     """``tools`` (LangChain tools, or plain functions as ``ToolNode`` takes them) behind their shadow flags.
 
@@ -22,13 +22,15 @@ def shadow_tools(
     one, and the rest of the tool (name, description, schema, tags, metadata, ``return_direct``) as it was. Tools
     named in ``ignore`` are returned as they are (no record), as are tools already shadowed; a ``BaseTool`` with
     no function to wrap (a subclass with its own ``_run``) is a ``TypeError`` naming it, to be put in ``ignore``.
+    ``shows_errors=True`` for a ``ToolNode(handle_tool_errors=True)``, which shows the model a raised exception's
+    text: cutover keeps those words.
     """
     if isinstance(ignore, str):
         raise TypeError(f"shadow_tools(ignore=...) takes tool names, not one string: ignore=[{ignore!r}]")
     from langchain_core.tools import BaseTool, tool
 
     skip = frozenset(ignore)
-    options: dict[str, Any] = {"rules": rules, "idempotent": idempotent, "flags": flags}
+    options: dict[str, Any] = {"rules": rules, "idempotent": idempotent, "flags": flags, "shows_errors": shows_errors}
     out: list[Any] = []
     for item in tools:
         if not isinstance(item, BaseTool):

@@ -131,3 +131,33 @@ def test_a_tool_with_injected_arguments_under_shadow_tools_keeps_them_out_and_it
     first, second = calls(log)
     assert first.args == second.args == {"item_id": "42"}
     assert first.session_id == second.session_id == "t-1" and first.fingerprint == second.fingerprint
+
+
+def test_a_toolnode_that_shows_exceptions_keeps_their_words_in_cutover_with_shows_errors(
+        flags: InMemoryFlags) -> None:
+    from langchain_core.messages import AIMessage
+    from langgraph.prebuilt import ToolNode
+
+    def book_seat(train: str) -> str:
+        """Book a seat."""
+        raise ValueError(f"Train {train} has no seats left in fare class Q")
+
+    call = AIMessage("", tool_calls=[{"name": "book_seat", "args": {"train": "4411"}, "id": "c1"}])
+
+    def seen(tools: list[Any]) -> str:
+        from langgraph.graph import END, START, MessagesState, StateGraph
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", ToolNode(tools, handle_tool_errors=True))
+        graph.add_edge(START, "tools")
+        graph.add_edge("tools", END)
+        out = graph.compile().invoke({"messages": [call]})
+        return str(out["messages"][-1].content)
+
+    legacy = seen(shadow_tools([book_seat], flags=flags, shows_errors=True))
+    assert "Train 4411 has no seats left in fare class Q" in legacy  # what the model read in legacy
+    flags.set("book_seat", "cutover")
+    kept = json.loads(seen(shadow_tools([book_seat], flags=flags, shows_errors=True)))["error"]
+    assert kept["message"] == "Train 4411 has no seats left in fare class Q" and kept["next_action"] == "ask_user"
+    generic = json.loads(seen(shadow_tools([book_seat], flags=flags)))["error"]  # the default: never shown
+    assert "4411" not in generic["message"]
