@@ -189,13 +189,21 @@ def readiness(
         func.min(calls.c.ts),
         func.max(calls.c.ts),
     ).where(*where)
-    by_code = select(calls.c.code, func.count()).where(*where, is_error).group_by(calls.c.code)
+    by_code = (select(calls.c.code, calls.c.unmapped, func.count()).where(*where, is_error)
+               .group_by(calls.c.code, calls.c.unmapped))
     error_payloads = select(calls.c.id, calls.c.code, calls.c.new_payload).where(*where, is_error)
     leaks: list[Leak] = []
     leak_count = 0
     with engine.connect() as conn:
         n_calls, n_errors, n_unmapped, n_invalid, first, last = conn.execute(totals).one()
-        seen = {str(code): int(n) for code, n in conn.execute(by_code) if code is not None}
+        seen: dict[str, int] = {}
+        unmapped_by_code: dict[str, int] = {}  # what the unmapped errors were served, as logged
+        for code, unmapped, n in conn.execute(by_code):
+            if code is not None:
+                seen[str(code)] = seen.get(str(code), 0) + int(n)
+            if unmapped:
+                key = str(code) if code is not None else "no code"
+                unmapped_by_code[key] = unmapped_by_code.get(key, 0) + int(n)
         for call_id, code, payload in conn.execution_options(yield_per=1000).execute(error_payloads):
             found = find_leaks(payload)
             if found:
@@ -205,7 +213,9 @@ def readiness(
         others = _tool_names(conn) if not n_calls else ()
         again = retranslate(_distinct_outcomes(conn, where, is_error), rules) if rules is not None else None
         newest = _newest_rules(conn, where) if rules is None else None
-        served = _served_unmapped(conn, where) if rules is None and n_unmapped else None
+        served = (", ".join(f"{code} ({n:,})" for code, n in sorted(unmapped_by_code.items(),
+                                                                   key=lambda item: (-item[1], item[0])))
+                  if rules is None and unmapped_by_code else None)
     n_calls, n_errors, n_unmapped, n_invalid = int(n_calls), int(n_errors), int(n_unmapped), int(n_invalid)
     if again is not None:
         n_errors, n_unmapped, seen = again.errors, again.unmapped, again.codes
@@ -256,13 +266,6 @@ def _newest_rules(conn: Connection, where: list[Any]) -> str | None:
     return (f"these errors were translated by {len(versions)} versions of the rules: judge them all with today's "
             f"rules (--rules MODULE or SHADOW_RULES), or see the newest version's calls alone with "
             f"`shadow ready TOOL --since {when}`")
-
-
-def _served_unmapped(conn: Connection, where: list[Any]) -> str:
-    """What the tool's unmapped errors were served, most first: ``upstream_unavailable (26), rejected (3)``."""
-    query = (select(calls.c.code, func.count()).where(*where, calls.c.outcome == "error", calls.c.unmapped.is_(True))
-             .group_by(calls.c.code).order_by(func.count().desc(), calls.c.code))
-    return ", ".join(f"{code or 'no code'} ({n:,})" for code, n in conn.execute(query))
 
 
 def _distinct_outcomes(conn: Connection, where: list[Any], is_error: Any) -> list[tuple[Any, int]]:
