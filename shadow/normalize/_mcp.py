@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+from shadow.contract._author import fit_message
 from shadow.contract._codes import Code
 from shadow.contract._rules import ExceptionRule, ResultRule, Rules, error_text, looks_like_error
 
@@ -17,6 +19,10 @@ _INPUT_VALIDATION = re.compile(r"^\s*Input validation error:\s*(?P<problem>.+)",
 _REQUIRED_PROPERTY = re.compile(r"'(?P<field>[^']+)' is a required property")
 _ZOD_PATH = re.compile(r'"path":\s*\[\s*"(?P<field>[^"]+)"')
 _ZOD_MESSAGE = re.compile(r'"message":\s*"(?P<problem>[^"]+)"')
+#: The TypeScript SDK's zod issues as text, one per line: ``Invalid arguments for tool X: Required at
+#: entities[0].entityType`` (``Expected array, received string at entities``, ``Invalid input: ... at a``).
+_ZOD_ISSUES = re.compile(r"Invalid arguments for tool [^:\n]+:\s*(?P<issues>[^\[{\s].*)", re.DOTALL)
+_ZOD_ISSUE = re.compile(r"^(?P<problem>[^\n]+?) at (?P<field>[^\s]+)[ \t]*$", re.MULTILINE)
 _MISSING_ARGUMENT = re.compile(r"missing required argument:?\s*'?(?P<field>[\w.-]+)", re.IGNORECASE)
 #: "Unknown tool: X" (the Python SDK, also after "Error: "), "Tool X not found" (the TypeScript SDK, also after its
 #: "MCP error -32602: " prefix).
@@ -77,10 +83,39 @@ def _validation_context(value: object) -> dict[str, Any]:
     if zod is not None:
         problem = _ZOD_MESSAGE.search(text)
         return {"field": zod.group("field")[:200], "problem": problem.group("problem")[:200] if problem else "invalid"}
+    issue = next(_zod_issues(text), None)
+    if issue is not None:
+        return {"field": issue[0][:200], "problem": issue[1][:200]}
     missing = _MISSING_ARGUMENT.search(text)
     if missing is not None:
         return {"field": missing.group("field")[:200], "problem": "required"}
     return {}
+
+
+def _zod_issues(text: str) -> Iterator[tuple[str, str]]:
+    """(field, problem) of each issue in the SDK's zod text, one per line, ``<problem> at <dotted path>``."""
+    found = _ZOD_ISSUES.search(text)
+    if found is not None:
+        for issue in _ZOD_ISSUE.finditer(found.group("issues")):
+            yield issue.group("field"), issue.group("problem").strip()
+
+
+def _input_validation_message(value: object) -> str:
+    """The field and what is wrong with it, from the SDK's text; else the text itself, which names them in the
+    validator's words (a generic message would tell the model less than legacy did)."""
+    text = error_text(value) or ""
+    issues = [f"{field[:60]}: {problem[:80]}" for field, problem in itertools.islice(_zod_issues(text), 3)]
+    found = _validation_context(value)
+    if found and not issues:
+        issues = [f"{found['field'][:80]}: {found['problem'][:120]}"]
+    if issues:
+        which = "that argument" if len(issues) == 1 else "those arguments"
+        return (f"The arguments do not match the tool's input schema ({'; '.join(issues)}). Correct {which}, for "
+                "example as the tool's input schema describes it.")
+    own = _INPUT_VALIDATION.match(text)
+    words = fit_message(own.group("problem")) if own is not None else None
+    return words or ("The arguments do not match the tool's input schema. Correct them, for example as the tool's "
+                     "input schema describes it.")
 
 
 def _tool_context(value: object) -> dict[str, Any]:
@@ -93,7 +128,7 @@ def _tool_of(text: str) -> dict[str, Any]:
     return {"tool": name[:200]} if name else {}
 
 
-def _text_rule(pattern: re.Pattern[str], code: Code, message: str | None, name: str,
+def _text_rule(pattern: re.Pattern[str], code: Code, message: str | Callable[[Any], str] | None, name: str,
                context: Callable[[Any], Mapping[str, Any] | None] | None = None) -> ResultRule:
     def matches(value: object) -> bool:
         if not looks_like_error(value):
@@ -137,9 +172,8 @@ def mcp() -> Rules:
                    "The arguments do not match the tool's input schema ({field}: {problem}). Correct that "
                    "argument, for example as the tool's input schema describes it.",
                    "mcp:validation", _validation_context),
-        _text_rule(_INPUT_VALIDATION, Code.VALIDATION_ERROR,
-                   "The arguments do not match the tool's input schema. Correct them, for example supply the "
-                   "missing or mistyped field named in context.", "mcp:input-validation", _validation_context),
+        _text_rule(_INPUT_VALIDATION, Code.VALIDATION_ERROR, _input_validation_message, "mcp:input-validation",
+                   _validation_context),
         _text_rule(_MISSING_ARGUMENT, Code.VALIDATION_ERROR,
                    "The argument {field} is required. Call again with it, for example as the tool's input schema "
                    "describes it.", "mcp:missing-argument", _validation_context),

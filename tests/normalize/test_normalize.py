@@ -352,6 +352,20 @@ def test_argument_validation_text_names_the_field() -> None:
     assert mcp_code(jsonschema_text)[::2] == ("validation_error", {"field": "city", "problem": "required"})
 
 
+def test_the_typescript_sdks_zod_issues_keep_their_fields_and_problems_in_the_message() -> None:
+    """server-memory and server-everything (SDK 1.32): one ``<problem> at <path>`` line per zod issue."""
+    text = ("MCP error -32602: Input validation error: Invalid arguments for tool create_entities: Required at "
+            "entities[0].entityType\nExpected array, received string at entities[0].observations")
+    found = MCP_RULES.translate_result(normalize.tool_text_value(text, is_error=True))
+    assert found is not None and found.rule == "mcp:input-validation"
+    assert found.error.context == {"field": "entities[0].entityType", "problem": "Required"}
+    assert "entities[0].entityType: Required; entities[0].observations: Expected array, received string" in (
+        found.error.message)
+    bare = MCP_RULES.translate_result(normalize.tool_text_value(
+        "MCP error -32602: Input validation error: Invalid arguments for tool x: Expected object", is_error=True))
+    assert bare is not None and bare.error.message == "Invalid arguments for tool x: Expected object"
+
+
 def test_unknown_tool_and_a_bare_crash_are_mapped() -> None:
     assert mcp_code("Unknown tool: search_everything")[:2] == ("not_found", "mcp:unknown-tool")
     assert mcp_code("Error executing tool boom")[:2] == ("internal_error", "mcp:crash")
