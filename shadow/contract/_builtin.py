@@ -95,7 +95,8 @@ def phrase_matches(phrase: Phrase) -> ValueMatch:
 RESULT_RULES: Final[tuple[ResultRule, ...]] = (
     *(ResultRule(status_in(*statuses), code, context=_status_context, name=f"status:{code.value}")
       for statuses, code in STATUS_TO_CODE),
-    *(ResultRule(phrase_matches(phrase), phrase.code, name=f"text:{phrase.code.value}") for phrase in PHRASES),
+    *(ResultRule(phrase_matches(phrase), phrase.code, name=f"text:{phrase.code.value}", action=phrase.action)
+      for phrase in PHRASES),
     ResultRule(looks_like_error, None, name="error-shaped"),
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from shadow.contract._codes import Code
+from shadow.contract._codes import Code, NextAction
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +16,9 @@ class Phrase:
     code: Code
     reason: str
     remedy: str
+    #: A ``next_action`` other than the code's default, where the words say the model can act on it: a denial of
+    #: where a path or an address points is ``permission_denied`` the model can answer with another path.
+    action: NextAction | None = None
     _compiled: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from shadow.contract._codes import Code
+from shadow.contract._codes import Code, NextAction
 from shadow.contract._phrase import Phrase
 from shadow.contract._phrases_first import FIRST_ROWS, OWN_INPUT, SERVICE, STATUS_LINE
 
@@ -111,6 +111,17 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bmethod not allowed\b",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
+    # Where a path or an address points (outside the allowed directories, a private address): the tool works for
+    # others, so the model may pass another one or ask the user (never stop, which gives up on the tool). Each
+    # pattern is one of the next row's, so the code is the same.
+    _p(r"outside (?:of )?(?:the )?allowed(?! range)|not in the allowed|not on the allow|not a public address|"
+       r"non-public address|private address|loopback (?:address|host|ip)|blocks requests to|\bSSRF\b|"
+       r"path traversal|(?:outside|escapes?|beyond) (?:of )?(?:the )?(?:\w+ )?(?:sandbox|workspace|root|"
+       r"base director(?:y|ies))|allowed director(?:y|ies)|denied to (?:\w+[ _])?path\b|"
+       r"access[ _-]?denied\b[^\n]{0,120}?\bnot within\b",
+       Code.PERMISSION_DENIED, "where a path or an address points is not allowed",
+       "{value} is outside what this tool may reach. Pass one inside the allowed ones, or ask the user.",
+       NextAction.ASK_USER),
     _p(r"permission denied|\bEACCES\b|\bEPERM\b|access[ _-]?denied|forbidden|(?<!method )not allowed|"
        r"outside (?:the )?allowed(?! range)|outside of (?:the )?allowed(?! range)|"
        r"\brequires (?:the )?--?allow[\w-]* (?:flag|option|setting)\b|not in the allowed|not on the allow|"

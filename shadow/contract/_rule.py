@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from shadow.contract._codes import Code
+from shadow.contract._codes import Code, NextAction
 from shadow.contract._payloads import ToolError
 from shadow.contract._values import ValueMatch
 
@@ -49,3 +49,4 @@ class ResultRule:
     message: str | Callable[[Any], str] | None = None
     context: Extractor | None = None
     name: str = ""
+    action: NextAction | None = None  # the phrase's own next_action, where it is not the code's default

@@ -11,7 +11,7 @@ from shadow._names import check_name, storable_name
 from shadow._redact import scrub_text, to_jsonable
 from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._builtin import EXCEPTION_RULES, PROGRAMMING_ERRORS, RESULT_RULES, phrase_matches
-from shadow.contract._codes import Code, spec
+from shadow.contract._codes import Code, NextAction, spec
 from shadow.contract._dispatch import Block, plan
 from shadow.contract._payloads import Fail, ToolError
 from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule, Translation
@@ -231,7 +231,7 @@ class Rules:
             return None
         error = found.error
         if error.message == fit_message(error_text(value)):  # the rule kept the text: the model gets the code's own
-            error = ToolError.of(error.code, idempotent=idempotent, context=error.context)
+            error = _acting(ToolError.of(error.code, idempotent=idempotent, context=error.context), error.next_action)
         # still unmapped: the code is the table's reading, the message a generic one (a reviewed rule does better)
         return Translation(error, f"read:{found.rule}", unmapped=True)
 
@@ -289,10 +289,18 @@ class Rules:
             if rule.code is None:
                 return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
                                    unmapped=True)
-            return Translation(_build(rule.code, rule.message, rule.context, value, idempotent, author), rule.name)
+            error = _build(rule.code, rule.message, rule.context, value, idempotent, author)
+            return Translation(_acting(error, rule.action), rule.name)
         except Exception as broken:
             log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
             return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
+
+
+def _acting(error: ToolError, action: NextAction | None) -> ToolError:
+    """``error`` with a rule's own ``next_action`` (never a retry the code's defaults did not give)."""
+    if action is None or action is error.next_action or action is NextAction.RETRY:
+        return error
+    return ToolError(error.code, error.message, False, action, error.context)
 
 
 def _text_of(exc: BaseException) -> str:

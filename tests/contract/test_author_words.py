@@ -249,3 +249,29 @@ def test_an_mcp_result_dict_is_logged_as_an_error_in_shadow_mode() -> None:
     assert isinstance(store, InMemoryStore)
     records = sorted(store.records.values(), key=lambda r: r.seq)  # type: ignore[union-attr]
     assert [(r.outcome, r.code) for r in records] == [("ok", None), ("error", "not_found")]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "legacy",
+    [
+        "Error: Access denied to file_path: ../../etc/passwd. Permission granted exclusively to the current working "
+        "directory",  # LangChain's FileManagementToolkit
+        {"error": "host resolves to a non-public address (127.0.0.1)"},
+        "Access denied - path outside allowed directories: /etc/hosts not in /home/dana/projects",
+        "Error: Access denied: path /etc/passwd (canonical: /etc/passwd) is not within any of the configured "
+        "workspace roots.",
+    ],
+)
+def test_a_denial_of_where_a_path_or_address_points_asks_for_another_never_stop(legacy: object) -> None:
+    """The tool works for other paths: ``stop`` would give up on it for the task, which legacy's model never did."""
+    found = Rules.default().translate_result(legacy)
+    assert found is not None
+    body = found.error.payload()["error"]
+    assert (body["code"], body["next_action"], body["retryable"]) == ("permission_denied", "ask_user", False)
+    assert body["message"].split()[-1].rstrip(".)") in str(legacy)  # the author's words
+
+
+def test_a_denial_of_the_callers_rights_still_stops() -> None:
+    for legacy in ("You are not allowed to deploy to production.", {"error": "Permission denied: /root/x"}):
+        found = Rules.default().translate_result(legacy if isinstance(legacy, dict) else "Error: " + legacy)
+        assert found is not None and found.error.payload()["error"]["next_action"] == "stop"

@@ -11,7 +11,7 @@ import pytest
 from shadow.contract import _dispatch
 from shadow.contract._codes import Code
 from shadow.contract._payloads import ToolError
-from shadow.contract._rules import Rules, Translation, _build, _rejected, error_text, fit_message, status_in
+from shadow.contract._rules import Rules, Translation, _acting, _build, _rejected, error_text, fit_message, status_in
 from shadow.contract._values import STATUS_KEYS
 from tests._real_corpus import entries
 
@@ -25,7 +25,8 @@ def _in_turn(rules: Rules, value: object) -> Translation | None:
             author = fit_message(error_text(value))
             if rule.code is None:
                 return Translation(ToolError.of(Code.REJECTED, author), rule.name, unmapped=True)
-            return Translation(_build(rule.code, rule.message, rule.context, value, True, author), rule.name)
+            error = _build(rule.code, rule.message, rule.context, value, True, author)
+            return Translation(_acting(error, rule.action), rule.name)
         except Exception:
             return Translation(_rejected(value, True), rule.name, unmapped=True)
     return None
