@@ -13,6 +13,9 @@ ERROR_TEXT_PREFIX = re.compile(
 #: ``ProgrammingError (Parameter/Syntax): ...``. Case-sensitive: a CamelCase name ending in Error or Exception.
 EXCEPTION_OPENING = re.compile(
     r"(?:[A-Za-z][\w-]* ){0,2}(?:[a-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*?)?(?:Error|Exception)(?: \([^)\n]{0,40}\))?\s*:")
+#: An exception's repr as the whole text, as a tool that returns ``repr(e)`` writes it: ``KeyError('nme')``,
+#: ``ZeroDivisionError('division by zero')``, ``requests.exceptions.ConnectionError(MaxRetryError(...))``.
+EXCEPTION_REPR = re.compile(r"\s*(?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9]*?(?:Error|Exception)\([^\n]*\)\s*\Z")
 #: A bare HTTP status line as the whole text: ``502 Bad Gateway``, ``413 Request Entity Too Large``.
 STATUS_LINE = re.compile(r"^\s*[45]\d\d(?: [A-Z][\w-]*)+\s*$")
 #: Markup a returned text may open with before its first word: Markdown emphasis, headings and quotes, a symbol
@@ -88,7 +91,8 @@ def error_string(text: str) -> bool:
     word = first.group()
     if (word in _PREFIX_WORDS or " error" in head or " exception" in head) and ERROR_TEXT_PREFIX.match(head):
         return _METRIC.match(head) is None  # "Failed jobs: 0" is a count
-    if ("error" in head or "exception" in head) and EXCEPTION_OPENING.match(text, start, start + _HEAD):
+    if ("error" in head or "exception" in head) and (EXCEPTION_OPENING.match(text, start, start + _HEAD)
+                                                     or EXCEPTION_REPR.match(text, start)):
         return True
     if word.isdigit():
         return STATUS_LINE.match(text) is not None  # a count or a status opens: never a clause that failed

@@ -54,6 +54,9 @@ ERRORS = [
     "OperationalError: no such table: custmers\nSuggestion: did you mean `customers`?",
     "SQLite ProgrammingError (Parameter/Syntax): Incorrect number of bindings supplied",
     "HTTPError: 404 Client Error: Not Found for url",
+    "KeyError('nme')",  # an exception's repr as the whole text (LangChain's JSON and Python REPL tools)
+    "ZeroDivisionError('division by zero')",
+    "requests.exceptions.ConnectionError(MaxRetryError('Max retries exceeded with url: /x'))",
 ]
 
 SUCCESSES = [
@@ -85,6 +88,8 @@ SUCCESSES = [
     '{"error": "not JSON at all',
     "Terror: a novel by Dan Simmons",  # not a class name: lowercase "error"
     "ErrorBudget: 5 minutes left this month",
+    "ValueError(x) is what the parser raises for a bad date.",  # names an exception, is not its repr
+    "KeyError('a')\nKeyError('b')",  # a report of two
 ]
 
 
