@@ -61,6 +61,9 @@ _SAYS: Final = re.compile(r"\b(?:error|errors|failed|failure|exception|reason|me
                           r"\W{0,3}$", re.IGNORECASE)
 _MAX_SHAPE: Final = 300
 _SPACE: Final = re.compile(r"\s+")
+#: What SQLAlchemy puts after a driver's message: the statement, its parameters, the link to its docs.
+_TRAILER: Final = re.compile(r"\n\s*(?:\[SQL: .*?\]|\[parameters: .*?\]|\(Background on this error at: [^)\n]*\))[ \t]*"
+                             r"(?=\n|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,8 @@ def shape_of(message: str) -> Shape:
     Credential-shaped text is scrubbed first and shown as ``<secret>``, matched but never a context field (a rule
     must not copy a credential into a payload). Runs of whitespace read as one space in the shape.
     """
-    text = scrub_text(message).strip()
+    full = scrub_text(message).strip()
+    text = _TRAILER.sub("", full)  # one template, whatever statement it ran
     first = text.split("\n", 1)[0][:200]
     pieces: list[str] = []
     regex: list[str] = []
@@ -135,7 +139,7 @@ def shape_of(message: str) -> Shape:
     if consumed < len(first):
         regex.append(_fixed(first[consumed:]))
     shape = _SPACE.sub(" ", "".join(pieces))[:_MAX_SHAPE]
-    whole = first == text
+    whole = first == full
     return Shape(shape, r"^\s*" + "".join(regex) + (r"\s*$" if whole else ""), tuple(fields))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -208,3 +209,14 @@ def test_the_proposals_agree_with_a_careful_reviewer_on_the_error_corpus() -> No
     agree = [e for e in corpus if propose_code(legacy_text(e["text"])[0]).code == e["code"]]
     print(f"\nrules suggest proposals agree on {len(agree)}/{len(corpus)} corpus texts")
     assert len(agree) == len(corpus)
+
+
+def test_sqlalchemy_errors_of_one_template_are_one_shape_whatever_statement_they_ran() -> None:
+    """LangChain's SQL tools return SQLAlchemy's text: the statement, its parameters and a docs link follow."""
+    texts = [f"(sqlite3.OperationalError) incomplete input\n[SQL: {sql}]\n[parameters: [{{}}]]\n"
+             "(Background on this error at: https://sqlalche.me/e/21/e3q8)"
+             for sql in ("SELECT * FROM customers WHERE", "SELECT count(*) FROM orders GROUP BY")]
+    shapes = {shape_of(text).text for text in texts}
+    assert shapes == {"(<id>.OperationalError) incomplete input"}
+    for text in texts:
+        assert re.search(shape_of(text).pattern, text)
