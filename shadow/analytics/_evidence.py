@@ -113,14 +113,30 @@ def code_evidence(rows: Sequence[Mapping[str, Any]]) -> tuple[CodeEvidence, ...]
 
 
 def count_leaks(rows: Sequence[Mapping[str, Any]]) -> int:
-    """Errors whose structured payload holds traceback text, a file path or ``site-packages``."""
-    total = 0
-    for r in rows:
-        raw = r["new_payload"]
-        try:
-            payload = json.loads(raw) if raw is not None else None
-        except ValueError:
-            payload = raw
-        if find_leaks(payload):
-            total += int(r["errors"])
-    return total
+    """Errors whose structured payload holds traceback text, a file path or ``site-packages`` the model did not
+    already read in legacy."""
+    return sum(int(r["errors"]) for r in rows if served_leaks(r["new_payload"], r.get("legacy_payload")))
+
+
+def served_leaks(new_payload: object, legacy_payload: object) -> list[str]:
+    """What in the structured payload looks like a leak, less what the model already read in the legacy one: a
+    path in a returned error's own words ("Access denied to file_path: ../../etc/passwd") is no new leak when
+    cutover serves those words. An exception the model never saw (``{"exception", "message"}`` with no
+    ``"shown"``) was read by no one, so all of it counts."""
+    found = find_leaks(_loaded(new_payload))
+    if not found or legacy_payload is None:
+        return found
+    legacy = _loaded(legacy_payload)
+    if isinstance(legacy, Mapping) and "exception" in legacy and "message" in legacy and not legacy.get("shown"):
+        return found
+    read = legacy if isinstance(legacy, str) else json.dumps(legacy, ensure_ascii=False)
+    return [text for text in found if text not in read]
+
+
+def _loaded(raw: object) -> object:
+    if not isinstance(raw, str | bytes):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw

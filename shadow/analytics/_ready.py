@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, case, func, inspect, select
 
 from shadow import _clock as clock
 from shadow._config import sqlite_path
-from shadow._redact import find_leaks
+from shadow.analytics._evidence import served_leaks
 from shadow.analytics._retranslate import merged, retranslate
 from shadow.analytics._text import counted
 from shadow.analytics._thresholds import Thresholds
@@ -191,7 +191,8 @@ def readiness(
     ).where(*where)
     by_code = (select(calls.c.code, calls.c.unmapped, func.count()).where(*where, is_error)
                .group_by(calls.c.code, calls.c.unmapped))
-    error_payloads = select(calls.c.id, calls.c.code, calls.c.new_payload).where(*where, is_error)
+    error_payloads = select(calls.c.id, calls.c.code, calls.c.new_payload, calls.c.legacy_payload).where(
+        *where, is_error)
     leaks: list[Leak] = []
     leak_count = 0
     with engine.connect() as conn:
@@ -204,8 +205,8 @@ def readiness(
             if unmapped:
                 key = str(code) if code is not None else "no code"
                 unmapped_by_code[key] = unmapped_by_code.get(key, 0) + int(n)
-        for call_id, code, payload in conn.execution_options(yield_per=1000).execute(error_payloads):
-            found = find_leaks(payload)
+        for call_id, code, payload, legacy in conn.execution_options(yield_per=1000).execute(error_payloads):
+            found = served_leaks(payload, legacy)
             if found:
                 leak_count += 1
                 if len(leaks) < MAX_LEAKS_SHOWN:
@@ -227,8 +228,8 @@ def readiness(
         *count_checks(n_calls, n_errors, n_unmapped, n_invalid, limits,
                       no_calls=_no_calls(tool, others) if not n_calls else None, served=served),
         Check("leaks", leak_count <= limits.max_leaks, leak_count, f"<= {limits.max_leaks}",
-              f"{leak_count} error payloads hold traceback text or file paths; move that text out of rule "
-              "messages and contexts"),
+              f"{leak_count} error payloads hold traceback text or file paths the model never read in legacy; "
+              "move that text out of rule messages and contexts"),
     ]
     if newest is not None:  # judged as logged, across rules versions: say how to judge today's rules alone
         checks = [replace(c, advice=f"{c.advice}; {newest}")

@@ -130,6 +130,27 @@ def test_paths_in_success_data_are_not_counted_as_leaks(db_url: str) -> None:
     assert readiness(_store(db_url, records), "get_user").leak_count == 0
 
 
+def test_a_path_the_model_already_read_in_legacy_is_no_leak_but_one_from_an_unseen_exception_is(db_url: str) -> None:
+    """LangChain's file tools return "Error: Access denied to file_path: /etc/hostname ...": cutover serves those
+    words, which the model read in legacy, so they are no new leak; a path from an exception it never saw is."""
+    import dataclasses
+
+    said = "Access denied to file_path: /etc/hostname. Permission granted exclusively to the current working directory"
+    served = ToolError.of("permission_denied", said).payload()
+    records = _traffic()
+    records[-1] = dataclasses.replace(_record("get_user", 239, code="permission_denied", payload=served),
+                                      legacy_payload="Error: " + said)
+    assert readiness(_store(db_url, records), "get_user").leak_count == 0
+    other = _traffic("other")
+    unseen = dataclasses.replace(records[-1], id=new_id(), tool="other",
+                                 legacy_payload={"exception": "PermissionError", "message": said})
+    shown = dataclasses.replace(unseen, id=new_id(), legacy_payload={**unseen.legacy_payload, "shown": True})
+    result = readiness(_store(db_url, [*other[:-2], shown, unseen]), "other")
+    assert result.leak_count == 1
+    assert result.leaks[0].call_id == unseen.id
+    assert "never read in legacy" in next(c.advice for c in result.checks if c.name == "leaks")
+
+
 def test_proposed_codes_from_an_inventory_are_checked_against_traffic(db_url: str, tmp_path: Path) -> None:
     url = _store(db_url, _traffic(errors={"not_found": 20, "upstream_timeout": 4}))
     inventory = tmp_path / "inventory.json"
