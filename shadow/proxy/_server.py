@@ -232,12 +232,18 @@ class ShadowProxy:
         started = self._begin(name)
         if started is None:
             try:
-                return await self.upstream.call_tool(name, forwarded)
+                return await self.upstream.call_tool(name, forwarded, bounded=False)
             except (UpstreamUnavailable, UpstreamTimeout) as exc:
                 raise _as_mcp_error(exc) from None
+        # --timeout bounds only a call whose answer the proxy serves (the structured arm); one whose legacy
+        # result reaches the client waits as long as the child takes, as a direct connection would
+        bounded = started[1] is Variant.STRUCTURED
         t0, p0 = clock.now_ns(), time.perf_counter_ns()
         try:
-            result = await self.upstream.call_tool(name, forwarded)
+            result = await self.upstream.call_tool(name, forwarded, bounded=bounded)
+        except anyio.get_cancelled_exc_class() as exc:  # the client gave up (or left): logged as cancelled
+            self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
+            raise
         except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
             payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
             if payload is not None:
@@ -254,7 +260,7 @@ class ShadowProxy:
         spec = self._spec(tool)
         idempotent = spec.idempotent
         outcome: Outcome | None = None
-        if variant is Variant.STRUCTURED:
+        if variant is Variant.STRUCTURED and isinstance(exc, Exception | None):
             try:
                 if exc is not None:
                     outcome = outcome_of_exception(exc, rules=self.rules, idempotent=idempotent, tool=tool, quiet=True)
@@ -288,10 +294,9 @@ class ShadowProxy:
     async def _forward(self, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
             link = await self.upstream.link()
-            with anyio.fail_after(self.upstream.timeout):
-                return await getattr(link.session, method)(*args, **kwargs)
-        except (UpstreamUnavailable, TimeoutError) as exc:
+        except UpstreamUnavailable as exc:
             raise _as_mcp_error(exc) from None
+        return await getattr(link.session, method)(*args, **kwargs)  # as long as the child takes, as directly
 
     async def list_prompts(self, _ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         """The child's prompts."""
