@@ -115,7 +115,9 @@ def proxy(
                                                      "session ids in the call log.")],
     rules: RulesOption = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", min=0.01, help="Seconds a call may take before it is answered as upstream_timeout.")] = 60.0,
+        "--timeout", min=0.01, help="Seconds a call served in cutover may take before it is answered as "
+                                    "upstream_timeout (and tools/list may take). Legacy and shadow calls wait as long "
+                                    "as the server takes, as with a direct connection.")] = 60.0,
     start_timeout: Annotated[float, typer.Option(
         "--start-timeout", min=0.01, help="Seconds the server may take to start and finish the MCP handshake.")]
     = 30.0,
@@ -127,7 +129,7 @@ def proxy(
     Put this command where the agent's MCP client config starts the server. Per tool the flag decides: legacy
     (passed through, not logged), shadow (the child's result unchanged; the structured payload logged) or cutover
     (the structured payload as JSON text and structured content; the tool description carries the codes
-    paragraph). A child that crashes is restarted on the next call.
+    paragraph; --timeout bounds these calls only). A child that crashes is restarted on the next call.
 
     Example: shadow proxy --name files --timeout 30 -- python -m my_mcp_server --root ./docs
     """

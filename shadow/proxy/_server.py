@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import sys
 import time
@@ -26,18 +25,18 @@ from shadow import _sessions as sessions
 from shadow._ids import new_id
 from shadow._logs import get_logger
 from shadow._names import MAX_NAME, name_problem, storable_name
-from shadow._redact import JSONValue
 from shadow.calllog._pending import PendingCall, ToolSpec
 from shadow.calllog._records import CallRecord, MarkRecord
 from shadow.contract._codes import Code
 from shadow.contract._describe import describe
 from shadow.contract._guard import Outcome, outcome_of_exception, outcome_of_value
 from shadow.contract._payloads import Payload, ToolError
-from shadow.contract._rules import ExceptionRule, Rules, looks_like_error
+from shadow.contract._rules import ExceptionRule, Rules
 from shadow.contract._schema import schema
 from shadow.flags import _db as flagmod
 from shadow.flags._db import Mode, Variant
 from shadow.normalize import _http as normalize
+from shadow.proxy._results import block_value, result_dump, result_value, structured_result
 from shadow.proxy._upstream import (
     CONNECTION_CLOSED,
     DEFAULT_START_TIMEOUT,
@@ -55,8 +54,9 @@ log = get_logger("shadow.proxy")
 
 __all__ = [
     "CONNECTION_CLOSED", "DEFAULT_START_TIMEOUT", "DEFAULT_TIMEOUT", "PROXY_RULES", "REQUEST_TIMEOUT", "ProxyCall",
-    "ProxyStartError", "ShadowProxy", "Upstream", "UpstreamTimeout", "UpstreamUnavailable", "cutover_tool",
-    "is_idempotent", "proxy_rules", "result_dump", "result_value", "serve", "stored_tool_name", "structured_result",
+    "ProxyStartError", "ShadowProxy", "Upstream", "UpstreamTimeout", "UpstreamUnavailable", "block_value",
+    "cutover_tool", "is_idempotent", "proxy_rules", "result_dump", "result_value", "serve", "stored_tool_name",
+    "structured_result",
 ]
 
 PROXY_RULES: Final = Rules((
@@ -74,41 +74,6 @@ def proxy_rules(rules: Rules | None = None) -> Rules:
     carries, which come last anyway), then the proxy's own, ``normalize.mcp()`` and ``Rules.default()``."""
     own = rules.without_defaults() if rules is not None else Rules.empty()
     return own + PROXY_RULES + normalize.mcp() + Rules.default()
-
-
-# ---------------------------------------------------------------- reading and writing tool results
-
-
-def result_value(result: types.CallToolResult) -> object:
-    """What a tool result means to the result rules (see ``normalize.tool_text_value``)."""
-    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
-    text = "\n".join(texts)
-    structured = result.structured_content
-    if result.is_error:
-        if isinstance(structured, Mapping) and looks_like_error(structured):
-            return dict(structured)
-        return normalize.tool_text_value(text, is_error=True)
-    if structured is not None:
-        return structured
-    if len(texts) == len(result.content):
-        return normalize.tool_text_value(text) if texts else None
-    return [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content]
-
-
-def result_dump(result: types.CallToolResult) -> JSONValue:
-    """A tool result as the client received it (content, isError, structuredContent), as JSON data."""
-    dumped: JSONValue = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
-
-
-def structured_result(payload: Payload) -> types.CallToolResult:
-    """The structured payload as an MCP result: JSON text for clients that read only content, structured
-    content for those that read it, and ``isError`` on errors."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-        structured_content=dict(payload),
-        is_error=not payload["ok"],
-    )
 
 
 def stored_tool_name(name: str) -> str:
@@ -232,19 +197,25 @@ class ShadowProxy:
         started = self._begin(name)
         if started is None:
             try:
-                return await self.upstream.call_tool(name, forwarded)
+                return await self.upstream.call_tool(name, forwarded, bounded=False)
             except (UpstreamUnavailable, UpstreamTimeout) as exc:
                 raise _as_mcp_error(exc) from None
+        # --timeout bounds only a call whose answer the proxy serves (the structured arm); one whose legacy
+        # result reaches the client waits as long as the child takes, as a direct connection would
+        bounded = started[1] is Variant.STRUCTURED
         t0, p0 = clock.now_ns(), time.perf_counter_ns()
         try:
-            result = await self.upstream.call_tool(name, forwarded)
+            result = await self.upstream.call_tool(name, forwarded, bounded=bounded)
+        except anyio.get_cancelled_exc_class() as exc:  # the client gave up (or left): logged as cancelled
+            self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
+            raise
         except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
             payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, exc=exc)
             if payload is not None:
                 return structured_result(payload)
             raise _as_mcp_error(exc) from None
         payload = self._finish(started, name, arguments, t0, time.perf_counter_ns() - p0, result=result)
-        return result if payload is None else structured_result(payload)
+        return result if payload is None else structured_result(payload, result)
 
     def _finish(
         self, started: tuple[Mode, Variant, int], tool: str, arguments: dict[str, Any], t0: int, latency: int, *,
@@ -254,7 +225,7 @@ class ShadowProxy:
         spec = self._spec(tool)
         idempotent = spec.idempotent
         outcome: Outcome | None = None
-        if variant is Variant.STRUCTURED:
+        if variant is Variant.STRUCTURED and isinstance(exc, Exception | None):
             try:
                 if exc is not None:
                     outcome = outcome_of_exception(exc, rules=self.rules, idempotent=idempotent, tool=tool, quiet=True)
@@ -288,10 +259,9 @@ class ShadowProxy:
     async def _forward(self, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
             link = await self.upstream.link()
-            with anyio.fail_after(self.upstream.timeout):
-                return await getattr(link.session, method)(*args, **kwargs)
-        except (UpstreamUnavailable, TimeoutError) as exc:
+        except UpstreamUnavailable as exc:
             raise _as_mcp_error(exc) from None
+        return await getattr(link.session, method)(*args, **kwargs)  # as long as the child takes, as directly
 
     async def list_prompts(self, _ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         """The child's prompts."""

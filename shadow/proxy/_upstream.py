@@ -1,4 +1,4 @@
-"""The child MCP server behind ``shadow proxy``: started, restarted after it exits, called with a timeout."""
+"""The child MCP server behind ``shadow proxy``: started, restarted after it exits, called (bounded or not)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def leaf(exc: BaseException) -> BaseException:
 
 
 class Upstream:
-    """The child MCP server: started, restarted after it exits, called with a timeout."""
+    """The child MCP server: started, restarted after it exits, called with or without the proxy's timeout."""
 
     def __init__(self, params: StdioServerParameters, *, timeout: float = DEFAULT_TIMEOUT,
                  start_timeout: float = DEFAULT_START_TIMEOUT, errlog: TextIO = sys.stderr) -> None:
@@ -157,16 +157,19 @@ class Upstream:
                 log.warning("upstream_restarting", command=self.params.command, starts=self.starts)
             return await self._open()
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
-        """Call a tool on the child; a crash raises ``UpstreamUnavailable``, a hang ``UpstreamTimeout``."""
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None, *,
+                        bounded: bool = True) -> types.CallToolResult:
+        """Call a tool on the child; a crash raises ``UpstreamUnavailable``. ``bounded``: a call with no answer
+        within ``timeout`` raises ``UpstreamTimeout``; else it waits as long as the child takes, as a direct
+        connection does (the client's own timeout, if any, cancels it, and the child is told)."""
         link = await self.link()
         request = types.CallToolRequest(params=types.CallToolRequestParams(
             name=name, arguments=dict(arguments) if arguments is not None else None))
         try:
             # send_request, not call_tool: the child's result must reach the client as it is, even when it
-            # breaks its own output schema.
+            # breaks its own output schema. The session has no read timeout of its own, so None waits.
             return await link.session.send_request(request, types.CallToolResult,
-                                                   request_read_timeout_seconds=self.timeout)
+                                                   request_read_timeout_seconds=self.timeout if bounded else None)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise UpstreamTimeout(f"tools/call {name!r} got no answer within {self.timeout:g} s") from None
