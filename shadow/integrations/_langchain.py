@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import sys
@@ -48,22 +49,30 @@ def langchain_tool(
         check_function(function, "langchain_tool")
         from langchain_core.tools import tool
 
-        try:
-            parameters = inspect.signature(function).parameters
-        except (TypeError, ValueError):
-            parameters = {}  # type: ignore[assignment]
-        by_name = tuple(n for n in _BY_NAME if n in parameters)
         shadow = ShadowOptions(name=shadow_name, rules=rules, idempotent=idempotent, flags=flags,
-                               ignore=(*ignore, *by_name), awaits=False, shows=bool(shows_errors))
-        artifact = options.get("response_format") == "content_and_artifact"
-        inner = _content_only(function) if artifact else function
-        served = _served(shadow.wrap(inner, _Served), artifact)
+                               ignore=tuple(ignore), awaits=False, shows=bool(shows_errors))
+        served = served_function(function, shadow, artifact=options.get("response_format") == "content_and_artifact")
         settings = {k: v for k, v in options.items() if k != "handle_tool_error"}
         made = tool(shadow_name, **settings)(served) if shadow_name is not None else tool(served, **settings)
         made.handle_tool_error = _Handler(options.get("handle_tool_error", made.handle_tool_error))
         return made
 
     return make if fn is None else make(fn)
+
+
+def served_function(function: Callable[..., Any], shadow: ShadowOptions, *, artifact: bool) -> Callable[..., Any]:
+    """``function`` behind its flag as a LangChain tool calls it: what ``langchain_tool`` makes its ``func``, and
+    ``shadow_tools`` a ``BaseTool`` subclass's own ``_run``/``_arun``. A cutover error payload is raised as a
+    ``ToolException`` for ``_Handler`` to serve; ``callbacks``/``run_manager`` are not logged."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        parameters = {}  # type: ignore[assignment]
+    by_name = tuple(n for n in _BY_NAME if n in parameters)
+    if by_name:
+        shadow = dataclasses.replace(shadow, ignore=(*shadow.ignore, *by_name))
+    inner = _content_only(function) if artifact else function
+    return _served(shadow.wrap(inner, _Served), artifact)
 
 
 @dataclass(frozen=True, slots=True)
