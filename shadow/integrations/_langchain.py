@@ -14,6 +14,7 @@ from typing import Any
 from shadow.contract._callables import callable_kind
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
+from shadow.integrations._context import class_names
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -46,6 +47,9 @@ def langchain_tool(
     shadow_name = name
 
     def make(function: Callable[..., Any]) -> Any:
+        if "langchain_core.tools.base.BaseTool" in class_names(type(function)):
+            raise TypeError(f"langchain_tool decorates a function, not a LangChain tool ({type(function).__name__}): "
+                            "shadow a tool object with shadow_tools([tool]), which keeps it as it is")
         check_function(function, "langchain_tool")
         from langchain_core.tools import tool
 
