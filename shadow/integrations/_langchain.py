@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 from shadow.contract._callables import callable_kind
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import Rules
+from shadow.integrations._context import class_names
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -45,25 +47,36 @@ def langchain_tool(
     shadow_name = name
 
     def make(function: Callable[..., Any]) -> Any:
+        if "langchain_core.tools.base.BaseTool" in class_names(type(function)):
+            raise TypeError(f"langchain_tool decorates a function, not a LangChain tool ({type(function).__name__}): "
+                            "shadow a tool object with shadow_tools([tool]), which keeps it as it is")
         check_function(function, "langchain_tool")
         from langchain_core.tools import tool
 
-        try:
-            parameters = inspect.signature(function).parameters
-        except (TypeError, ValueError):
-            parameters = {}  # type: ignore[assignment]
-        by_name = tuple(n for n in _BY_NAME if n in parameters)
         shadow = ShadowOptions(name=shadow_name, rules=rules, idempotent=idempotent, flags=flags,
-                               ignore=(*ignore, *by_name), awaits=False, shows=bool(shows_errors))
-        artifact = options.get("response_format") == "content_and_artifact"
-        inner = _content_only(function) if artifact else function
-        served = _served(shadow.wrap(inner, _Served), artifact)
+                               ignore=tuple(ignore), awaits=False, shows=bool(shows_errors))
+        served = served_function(function, shadow, artifact=options.get("response_format") == "content_and_artifact")
         settings = {k: v for k, v in options.items() if k != "handle_tool_error"}
         made = tool(shadow_name, **settings)(served) if shadow_name is not None else tool(served, **settings)
         made.handle_tool_error = _Handler(options.get("handle_tool_error", made.handle_tool_error))
         return made
 
     return make if fn is None else make(fn)
+
+
+def served_function(function: Callable[..., Any], shadow: ShadowOptions, *, artifact: bool) -> Callable[..., Any]:
+    """``function`` behind its flag as a LangChain tool calls it: what ``langchain_tool`` makes its ``func``, and
+    ``shadow_tools`` a ``BaseTool`` subclass's own ``_run``/``_arun``. A cutover error payload is raised as a
+    ``ToolException`` for ``_Handler`` to serve; ``callbacks``/``run_manager`` are not logged."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        parameters = {}  # type: ignore[assignment]
+    by_name = tuple(n for n in _BY_NAME if n in parameters)
+    if by_name:
+        shadow = dataclasses.replace(shadow, ignore=(*shadow.ignore, *by_name))
+    inner = _content_only(function) if artifact else function
+    return _served(shadow.wrap(inner, _Served), artifact)
 
 
 @dataclass(frozen=True, slots=True)
