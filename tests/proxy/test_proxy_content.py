@@ -55,3 +55,18 @@ def test_shadow_mode_passes_non_text_blocks_through_and_logs_what_cutover_would_
     assert dump(seen.results[0]) == dump(direct)  # unchanged, bytes and all
     [call] = logged(tmp_path)
     assert (call["outcome"], call["new_payload"]) == ("ok", {"ok": True, "data": PICTURE_DATA})
+
+
+def test_a_returned_error_text_wrapped_as_structured_result_reads_as_an_error(tmp_path: Path) -> None:
+    """A FastMCP tool annotated ``-> str`` sends its text twice: as content and as ``{"result": text}``; an
+    ``Error: ...`` text was logged ok in shadow mode and served ``{"ok": true, "data": {"result": ...}}`` in cutover."""
+    shadowed = drive(proxy_command(), environment(tmp_path, "*=shadow"), [("book_typed", {"slot": "9am"})],
+                     tmp_path / "err.log")
+    assert isinstance(shadowed.results[0], mcp_types.CallToolResult) and not shadowed.results[0].is_error
+    [call] = logged(tmp_path)
+    assert call["outcome"] == "error"
+    assert call["new_payload"]["error"]["message"] == "slot 9am is already booked"
+    served = drive(proxy_command(), environment(tmp_path, "*=cutover"), [("book_typed", {"slot": "9am"})],
+                   tmp_path / "err2.log").results[0]
+    assert isinstance(served, mcp_types.CallToolResult) and served.is_error
+    assert json.loads(served.content[0].text)["error"]["code"] == "conflict"  # type: ignore[union-attr]

@@ -33,7 +33,7 @@ def test_a_slow_call_is_answered_when_the_child_answers_not_at_the_proxy_timeout
     # the shadow record of the slow call is logged when it completes, with its real latency
     assert [(c["tool"], c["outcome"], c["code"]) for c in calls] == [("hang", "ok", None), ("add", "ok", None)]
     assert calls[0]["latency_us"] >= 2_400_000
-    assert calls[0]["new_payload"] == {"ok": True, "data": {"result": "woke up"}}
+    assert calls[0]["new_payload"] == {"ok": True, "data": "woke up"}  # the text, not the SDK's {"result": text}
 
 
 def test_in_cutover_the_proxy_timeout_still_serves_upstream_timeout(tmp_path: Path) -> None:
