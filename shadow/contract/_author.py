@@ -9,6 +9,7 @@ from typing import Final
 
 from shadow._redact import scrub_text
 from shadow.contract._codes import Code
+from shadow.contract._masking import has_blob, without_blobs
 from shadow.contract._payloads import MAX_MESSAGE_CHARS, MAX_SENTENCES
 
 #: A framework's model-facing exceptions, by the qualified name of a class in the exception's MRO (no framework is
@@ -70,7 +71,10 @@ def _fit(text: object) -> str | None:
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str) or _TRACEBACK.match(text):
         return None
-    folded = " ".join(_LEADING.sub("", scrub_text(text[:_READ]), count=1).split())
+    # a blob (base64, a data URL) is cut short after scrubbing, so no credential is shown in part, and the words
+    # after it, often the reason ("... exceeds 1000 bytes"), are kept
+    head = text[:_READ * 16] if len(text) > _READ and has_blob(text[:_READ]) else text[:_READ]
+    folded = " ".join(_LEADING.sub("", without_blobs(scrub_text(head), keep=40)[:_READ], count=1).split())
     if not any(c.isalpha() for c in folded):  # nothing, or a bare number ("Error: 503"): the code's own words say more
         return None
     if len(folded) > MAX_MESSAGE_CHARS:

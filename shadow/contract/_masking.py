@@ -34,12 +34,31 @@ _SNAKE = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+)+\b")
 MAX_READ: Final = 4096
 
 
+#: A run of 200 or more characters with no space (base64, a data URL, a hex dump, minified data): no words in it.
+_BLOB: Final = re.compile(r"\S{200,}")
+
+
+def has_blob(text: str) -> bool:
+    """Whether ``text`` holds a run of 200 or more characters with no space."""
+    return len(text) >= 200 and _BLOB.search(text) is not None
+
+
+def without_blobs(text: str, keep: int = 0) -> str:
+    """``text`` with each run of 200 or more characters with no space cut to its first ``keep`` and an ellipsis, so
+    the words after a blob ("Response from data:...base64,eHh4... exceeds 1000 bytes") are still read and shown.
+    Looks at the first 16 ``MAX_READ``s of the text at most."""
+    head = text[:MAX_READ * 16]
+    if not has_blob(head):
+        return head
+    return _BLOB.sub(lambda found: found.group(0)[:keep] + "\u2026", head)
+
+
 @functools.lru_cache(maxsize=512)
 def mask_locations(text: str) -> str:
     """The start of the text (``MAX_READ`` characters) with URLs and paths replaced by ``<url>`` and ``<path>``,
     varying values (quoted values, ids, amounts, dates, rates) by ``<value>``, and snake_case codes spelt as
     words, so a word inside a value (a host under ``.invalid``, a repository named ``billing``) never decides."""
-    text = text[:MAX_READ]
+    text = without_blobs(text)[:MAX_READ]
     text = _PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", _URL.sub("<url>", text)))
     text = _VALUES.sub(_value, _QUOTED_LIST.sub("<value>", text))
     return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), text)

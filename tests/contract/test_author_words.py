@@ -275,3 +275,17 @@ def test_a_denial_of_the_callers_rights_still_stops() -> None:
     for legacy in ("You are not allowed to deploy to production.", {"error": "Permission denied: /root/x"}):
         found = Rules.default().translate_result(legacy if isinstance(legacy, dict) else "Error: " + legacy)
         assert found is not None and found.error.payload()["error"]["next_action"] == "stop"
+
+
+def test_a_blob_in_the_authors_text_is_cut_short_so_the_reason_after_it_is_read_and_kept() -> None:
+    """server-everything: "Response from data:text/plain;base64,<6 KB> exceeds 1000 bytes" lost its reason."""
+    import base64
+
+    blob = "data:text/plain;base64," + base64.b64encode(b"x" * 4800).decode()
+    found = Rules.default().translate_result({"error": f"Response from {blob} exceeds 1000 bytes"})
+    assert found is not None and found.error.code is Code.PAYLOAD_TOO_LARGE
+    assert found.error.message.endswith("\u2026 exceeds 1000 bytes")
+    assert len(found.error.message) < 120
+    secret = "sk-" + "a1B2c3D4" * 30  # a credential as long as a blob is scrubbed whole, never shown in part
+    message = fit_message(f"Call failed with key {secret} for user")
+    assert message is not None and "a1B2c3D4" not in message
