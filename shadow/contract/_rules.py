@@ -165,7 +165,8 @@ class Rules:
         """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the result's text.
 
         A regex decides what *is* an error: it matches a plain text result (``"Database error: no such
-        table"``, with no error flag or prefix) as well as the error text of an error-shaped value."""
+        table"``, with no error flag or prefix), an object's message (``{"status": "task_not_found", "message":
+        "No such task found"}``) and the error text of an error-shaped value."""
         predicate = text_matches(match, plain=True) if isinstance(match, str) else match
         resolved = spec(code).code if code is not None else None
         rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match))

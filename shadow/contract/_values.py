@@ -152,11 +152,12 @@ def looks_like_error(value: object) -> bool:
 
 def text_matches(pattern: str, *, plain: bool = False) -> ValueMatch:
     """A predicate: the value is error-shaped and its error text matches ``pattern`` (case-insensitive);
-    with ``plain=True`` a plain text result that matches counts too (the pattern says what is an error)."""
+    with ``plain=True`` a plain text result that matches counts too, as does an object's message
+    (``{"status": "task_not_found", "message": "No such task found"}``): the pattern says what is an error."""
     regex = re.compile(pattern, re.IGNORECASE)
 
     def matcher(value: object) -> bool:
-        if plain and isinstance(value, str | bytes):
+        if plain and isinstance(value, str | bytes | Mapping):
             text = error_text(value)
         elif not looks_like_error(value):
             return False

@@ -289,3 +289,12 @@ def test_a_blob_in_the_authors_text_is_cut_short_so_the_reason_after_it_is_read_
     secret = "sk-" + "a1B2c3D4" * 30  # a credential as long as a blob is scrubbed whole, never shown in part
     message = fit_message(f"Call failed with key {secret} for user")
     assert message is not None and "a1B2c3D4" not in message
+
+
+def test_a_regex_rule_reads_the_message_of_an_object_result_that_is_not_error_shaped() -> None:
+    """@kazuph/mcp-taskmanager returns {"status": "task_not_found", "message": "No such task found"} as JSON text."""
+    rules = Rules.default().on_result(r"No such task found", "not_found")
+    found = rules.translate_result({"status": "task_not_found", "message": "No such task found"})
+    assert found is not None and found.error.code is Code.NOT_FOUND
+    assert found.error.message == "No such task found"
+    assert rules.translate_result({"status": "ok", "message": "Task created"}) is None
