@@ -6,9 +6,10 @@ import builtins
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from shadow.contract._author import SHOWN_EXCEPTIONS
+from shadow.contract._builtin import PROGRAMMING_ERRORS
 from shadow.contract._rules import Rules
 
 #: What the call log stores for a raised exception: ``{"exception": TYPE, "message": TEXT}``, with ``"shown": true``
@@ -101,6 +102,8 @@ def _stand_in(name: str, rules: Rules) -> type[BaseException]:
     base: type[BaseException] = Exception
     module, qualname = "shadow.logged", name
     found = getattr(builtins, name, None)
+    if found in PROGRAMMING_ERRORS:  # by exact type, as the live call was judged (its text is not read)
+        return cast("type[BaseException]", found)
     if isinstance(found, type) and issubclass(found, BaseException):
         base = found
     elif (own := _rule_type(name, rules)) is not None:

@@ -180,14 +180,23 @@ class Rules:
 
         ``shown``: the framework showed this exception's text to the model in legacy (FastMCP does, for any
         exception, unless it masks error details), so its words are the author's, as a framework's ``ToolError``'s
-        are; Python's own exceptions about a bug (``PROGRAMMING_ERRORS``, by exact type) stay unshown."""
+        are. Python's own exceptions about a bug (``PROGRAMMING_ERRORS``, by exact type) are not read as the
+        author's: they stay ``internal_error``, in the words the model read rather than the code's generic ones."""
         if isinstance(exc, Fail):
             error = exc.error if idempotent else exc.error.downgraded()
             return Translation(error, "Fail")
         shown_as = self._shown(exc)
-        if shown_as is None and shown and type(exc) not in PROGRAMMING_ERRORS:
+        bug = shown and shown_as is None and type(exc) in PROGRAMMING_ERRORS
+        if shown_as is None and shown and not bug:
             shown_as = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        return self._translated(exc, idempotent, shown_as)
+        found = self._translated(exc, idempotent, shown_as)
+        generic = spec(Code.INTERNAL_ERROR).default_message
+        if bug and found.error.code is Code.INTERNAL_ERROR and found.error.message == generic:
+            words = fit_message(_text_of(exc))  # "division by zero": the model read it (it may say what to change)
+            if words is not None:
+                found = Translation(ToolError(Code.INTERNAL_ERROR, words, found.error.retryable,
+                                              found.error.next_action, found.error.context), found.rule, found.unmapped)
+        return found
 
     def _translated(self, exc: BaseException, idempotent: bool, shown: str | None) -> Translation:
         """``translate_exception`` past ``Fail``: ``shown`` is the name the exception was shown to the model by."""

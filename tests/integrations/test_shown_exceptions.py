@@ -87,9 +87,9 @@ def test_cutover_serves_the_shown_exception_in_its_authors_words(flags: InMemory
         assert principal["error"]["code"] == "validation_error", path
         assert pow_["error"]["message"] == POW, path  # unplaced: rejected, never a "failed unexpectedly" stop
         assert (pow_["error"]["code"], pow_["error"]["next_action"]) == ("rejected", "ask_user"), path
-        # Python's own words about a bug are no remedy: the code's own message, as before
+        # a bug stays internal_error, in the words the model read in legacy (not the code's generic ones)
         assert bug["error"]["code"] == "internal_error", path
-        assert "NoneType" not in bug["error"]["message"], path
+        assert bug["error"]["message"] == "object of type 'NoneType' has no len()", path
         assert ok == {"ok": True, "data": 5.0}, path
         assert [r.is_error for r in results] == [True, True, True, False], path
 
@@ -118,7 +118,7 @@ def test_shadow_mode_logs_the_shown_exception_and_reads_it_as_cutover_would(
     assert legacy[PRINCIPAL].new_payload["error"]["message"] == PRINCIPAL  # type: ignore[index]
     assert legacy[POW].code == "rejected" and legacy[POW].unmapped
     bug = next(r for r in records if isinstance(r.legacy_payload, dict) and r.legacy_payload["exception"] == "TypeError")
-    assert bug.legacy_payload["shown"] is True  # the model read it, but Python's words about a bug are no remedy
+    assert bug.legacy_payload["shown"] is True  # the model read it: a bug, served in those words
     assert bug.code == "internal_error"
 
 
@@ -128,6 +128,9 @@ def test_the_gate_judges_a_logged_shown_exception_as_the_model_read_it() -> None
     unshown = retranslate([({"exception": "ValueError", "message": PRINCIPAL}, 3)], rules)
     assert (shown.codes, shown.unmapped) == ({"validation_error": 3}, 0)
     assert unshown.unmapped == 3  # the table's reading of a text the model never saw still gates cutover
+    # a logged bug is judged by its exact type, as the live call was: internal_error, not its text read as an error
+    bug = retranslate([({"exception": "ZeroDivisionError", "message": "division by zero", "shown": True}, 2)], rules)
+    assert bug.codes == {"internal_error": 2}
 
 
 def test_mcpserver_keeps_a_crash_text_on_the_server_so_cutover_does_too(flags: InMemoryFlags) -> None:
