@@ -244,7 +244,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"may) be \w+|"
        r"\b(?:must|needs? to|"
        r"has to|have to) be (?:\w+ )?(?:open|opened|started|running|active|loaded|connected|unlocked|enabled|"
-       r"approved|confirmed|verified|saved|committed|stopped|closed|logged in|selected)\b|\bexceeds? (?:the |your )?"
+       r"approved|confirmed|verified|saved|committed|stopped|closed|logged in|selected)\b(?!/)|"
+       r"\bexceeds? (?:the |your )?"
        r"(?:\w+ )?(?:available|remaining|current)? ?(?:\w+ )?(?:balance|funds)\b|\b(?:status|state) is (?:already )?"
        r"(?:<value>|pending|active|inactive|closed|open|delivered|shipped|cancel+ed|processed|completed|finished|"
        r"locked|archived|draft|published|suspended)\b", _FP, "the state the call needs does not hold yet",

@@ -29,6 +29,8 @@ from shadow.contract._reading import propose
     ("connect ETIMEDOUT 10.0.0.1:443", Code.UPSTREAM_TIMEOUT),
     ("Request cancelled", Code.CANCELLED),
     ("502 Bad Gateway", Code.UPSTREAM_UNAVAILABLE),
+    ("The issue must be open to add a comment", Code.FAILED_PRECONDITION),
+    ("status must be open/done/all, got 'pending'", Code.VALIDATION_ERROR),  # the allowed values, not a state
 ])
 def test_each_phrase_reads_as_its_code(text: str, code: Code) -> None:
     found = propose(text)
