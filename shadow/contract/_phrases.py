@@ -53,7 +53,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"give|set) (?:either|exactly one|only one|one of|"
        r"at least one|both)\b|\beither \S+ or \S+ (?:must|is required|should)|^\s*unsupported (?:operation|action|"
        r"mode|option|value|operator|command|method|parameter|argument)\b[^.\n]*\.\s*(?:use|valid|supported|allowed|"
-       r"available|expected|must be|choose)\b", _V, "the arguments are combined or spelt wrongly",
+       r"available|expected|must be|choose)\b|"
+       r"\b(?:node|function|expression|character|token|keyword|construct)s? (?:type )?\S+ (?:is |are )?"
+       r"not (?:allowed|permitted)\b", _V, "the arguments are combined or spelt wrongly",
        "The arguments are not valid together: {value}. Correct them, for example as the tool's input schema "
        "describes them."),
     # A precondition in the current state: the call is fine, the state is not.

@@ -31,6 +31,8 @@ from shadow.contract._reading import propose
     ("502 Bad Gateway", Code.UPSTREAM_UNAVAILABLE),
     ("The issue must be open to add a comment", Code.FAILED_PRECONDITION),
     ("status must be open/done/all, got 'pending'", Code.VALIDATION_ERROR),  # the allowed values, not a state
+    ("Error: node Call not allowed", Code.VALIDATION_ERROR),  # a calculator's expression, not the caller's rights
+    ("Operation DELETE not allowed", Code.PERMISSION_DENIED),
 ])
 def test_each_phrase_reads_as_its_code(text: str, code: Code) -> None:
     found = propose(text)
