@@ -153,6 +153,11 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"already (?:taken|in use|used|booked)|\bis (?:already )?taken\b|name (?:that is |which is )?(?:still |"
        r"already )?in use|\bre-?use a name\b", Code.CONFLICT,
        "what the call asks for is taken or in use", "{value} is taken. Choose another one or ask the user."),
+    # A unique key taken (a database's constraint): the row the call would add is not known to be the one the
+    # user meant, so the work is not known to be done; the model may change the key or ask (never stop).
+    _p(r"unique constraint|(?<!contains )(?<!contain )(?<!has )\bduplicate (?:key|entry)\b", Code.ALREADY_EXISTS,
+       "a unique key the call uses is taken", "{value} is taken by an existing row. Use another or ask the user.",
+       NextAction.ASK_USER),
     _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|(?<!contains )(?<!contain )(?<!has )\bduplicate (?:key|entry|"
        r"entries|name|value|id|record|row|column|"
        r"item|index|title|label|email|username)s?\b|\bis a duplicate\b|\bduplicates? (?:found|detected|exists?)\b|"

@@ -116,8 +116,12 @@ def test_a_marker_less_error_is_served_in_the_authors_words_with_the_code_its_wo
 
 def test_a_driver_error_returned_as_text_keeps_its_words_and_the_code_they_give() -> None:
     found = Rules.default().translate_result("SQLite DatabaseError: UNIQUE constraint failed: customers.email")
-    assert found is not None and found.error.code.value == "already_exists"  # the row is there: use it
+    assert found is not None and found.error.code.value == "already_exists"
     assert found.error.message == "SQLite DatabaseError: UNIQUE constraint failed: customers.email"
+    # a taken key: the row there may not be the one the user meant (LangChain's SQL tool inserting 'Cy' with Ada's
+    # email), so the model changes the key or asks; "already exists, work done, stop" would mislead it
+    assert found.error.next_action.value == "ask_user"
+    assert Rules.default().translate_result("Error: File already exists: a.txt").error.next_action.value == "stop"  # type: ignore[union-attr]
 
 
 def test_a_json_error_object_returned_as_text_is_read_by_its_message() -> None:
