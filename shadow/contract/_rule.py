@@ -33,6 +33,7 @@ class ExceptionRule:
     context: Extractor | None = None
     pattern: re.Pattern[str] | None = None
     name: str = ""
+    action: NextAction | None = None  # the rule's own next_action, where it is not the code's default
 
     def applies(self, exc: BaseException) -> bool:
         """Whether this rule claims ``exc``."""
@@ -49,4 +50,4 @@ class ResultRule:
     message: str | Callable[[Any], str] | None = None
     context: Extractor | None = None
     name: str = ""
-    action: NextAction | None = None  # the phrase's own next_action, where it is not the code's default
+    action: NextAction | None = None  # the rule's (or phrase's) own next_action, where not the code's default

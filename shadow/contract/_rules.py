@@ -13,7 +13,7 @@ from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._builtin import EXCEPTION_RULES, PROGRAMMING_ERRORS, RESULT_RULES, phrase_matches
 from shadow.contract._codes import Code, NextAction, spec
 from shadow.contract._dispatch import Block, plan
-from shadow.contract._payloads import Fail, ToolError
+from shadow.contract._payloads import Fail, ToolError, without_retry_advice
 from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule, Translation
 from shadow.contract._rules_id import fingerprint
 from shadow.contract._values import (
@@ -128,9 +128,13 @@ class Rules:
         context: Extractor | None = None,
         pattern: str | None = None,
         name: str | None = None,
+        next_action: NextAction | str | None = None,
     ) -> Rules:
-        """A copy with an exception rule put first (it wins over the existing ones)."""
-        rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), _rule_name(name, match))
+        """A copy with an exception rule put first (it wins over the existing ones). ``next_action`` replaces the
+        code's default (``"ask_user"`` for a ``permission_denied`` the model can answer with another input; a
+        ``"retry"`` is served ``ask_user`` for a tool that is not idempotent)."""
+        rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), _rule_name(name, match),
+                             _action(next_action))
         return Rules((rule, *self.exception_rules), self.result_rules, shown=self.shown_types,
                      text_is_data=self.text_is_data)
 
@@ -161,15 +165,20 @@ class Rules:
         *,
         context: Extractor | None = None,
         name: str | None = None,
+        next_action: NextAction | str | None = None,
     ) -> Rules:
-        """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the result's text.
+        """A copy with a result rule put first; ``match`` is a predicate or a regex searched in the result's text;
+        ``next_action`` replaces the code's default (as for ``on``).
 
         A regex decides what *is* an error: it matches a plain text result (``"Database error: no such
         table"``, with no error flag or prefix), an object's message (``{"status": "task_not_found", "message":
         "No such task found"}``) and the error text of an error-shaped value."""
         predicate = text_matches(match, plain=True) if isinstance(match, str) else match
         resolved = spec(code).code if code is not None else None
-        rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match))
+        if next_action is not None and resolved is None:
+            raise ValueError("on_result(..., None, next_action=...): an error no rule places is served rejected with "
+                             "ask_user; give a code to choose the next action")
+        rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match), _action(next_action))
         return Rules(self.exception_rules, (rule, *self.result_rules), shown=self.shown_types,
                      text_is_data=self.text_is_data)
 
@@ -207,7 +216,8 @@ class Rules:
                 author = fit_message(_text_of(exc)) if shown is not None else None
                 # a built-in rule's generic message says less than the words the model read (a reviewed rule's more)
                 message = None if author is not None and id(rule) in _BUILT_IN_EXCEPTIONS else rule.message
-                return Translation(_build(rule.code, message, rule.context, exc, idempotent, author), rule.name)
+                error = _build(rule.code, message, rule.context, exc, idempotent, author)
+                return Translation(_acting(error, rule.action, idempotent), rule.name)
             except Exception as broken:  # a broken rule must never break the call
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
                 break
@@ -241,7 +251,8 @@ class Rules:
             return None
         error = found.error
         if error.message == fit_message(error_text(value)):  # the rule kept the text: the model gets the code's own
-            error = _acting(ToolError.of(error.code, idempotent=idempotent, context=error.context), error.next_action)
+            error = _acting(ToolError.of(error.code, idempotent=idempotent, context=error.context), error.next_action,
+                            idempotent)
         # still unmapped: the code is the table's reading, the message a generic one (a reviewed rule does better)
         return Translation(error, f"read:{found.rule}", unmapped=True)
 
@@ -300,17 +311,31 @@ class Rules:
                 return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
                                    unmapped=True)
             error = _build(rule.code, rule.message, rule.context, value, idempotent, author)
-            return Translation(_acting(error, rule.action), rule.name)
+            return Translation(_acting(error, rule.action, idempotent), rule.name)
         except Exception as broken:
             log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
             return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
 
 
-def _acting(error: ToolError, action: NextAction | None) -> ToolError:
-    """``error`` with a rule's own ``next_action`` (never a retry the code's defaults did not give)."""
-    if action is None or action is error.next_action or action is NextAction.RETRY:
+def _acting(error: ToolError, action: NextAction | None, idempotent: bool = True) -> ToolError:
+    """``error`` with a rule's own ``next_action`` (a retry only for an idempotent tool, else ``ask_user``)."""
+    if action is NextAction.RETRY and not idempotent:
+        action = NextAction.ASK_USER
+    if action is None or action is error.next_action:
         return error
-    return ToolError(error.code, error.message, False, action, error.context)
+    message = error.message if action is NextAction.RETRY else without_retry_advice(error.message)
+    return ToolError(error.code, message, action is NextAction.RETRY, action, error.context)
+
+
+def _action(value: NextAction | str | None) -> NextAction | None:
+    """A rule's ``next_action=``, checked when the rule is made."""
+    if value is None:
+        return None
+    try:
+        return NextAction(value)
+    except ValueError:
+        raise ValueError(f"next_action must be one of {', '.join(a.value for a in NextAction)}, not {value!r}; for "
+                         "example next_action='ask_user'") from None
 
 
 def _text_of(exc: BaseException) -> str:

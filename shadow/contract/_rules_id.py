@@ -50,12 +50,14 @@ def _exception_rule(rule: ExceptionRule) -> list[Any]:
     match = rule.match
     kinds = [_name(t) for t in match] if isinstance(match, tuple) else [_name(match)]
     pattern = rule.pattern.pattern if isinstance(rule.pattern, re.Pattern) else None
-    return [rule.name, rule.code.value, kinds, pattern, _name(rule.message), _name(rule.context)]
+    action = [rule.action.value] if rule.action is not None else []  # a rule's own next_action, when it has one
+    return [rule.name, rule.code.value, kinds, pattern, _name(rule.message), _name(rule.context), *action]
 
 
 def _result_rule(rule: ResultRule) -> list[Any]:
     code = rule.code.value if rule.code is not None else None
-    return [rule.name, code, _name(rule.match), _name(rule.message), _name(rule.context)]
+    action = [rule.action.value] if rule.action is not None else []
+    return [rule.name, code, _name(rule.match), _name(rule.message), _name(rule.context), *action]
 
 
 def _name(thing: object) -> str | None:

@@ -70,10 +70,11 @@ def _call(group: Group, index: int) -> list[str]:
     # comment to adopt when it says more. A raised exception's text never reaches the model: the draft is served.
     message = (["    None,  # the tool's own words; a draft remedy: " + _one_line(group.message)[:120]]
                if group.exception is None else [f"    {_literal(group.message)},"])
+    action = f"next_action={_literal(group.action.value)}, " if group.action is not None else ""
     return [f"{variable} = {_literal(group.shape.pattern)}", call,
             f"{head}{_literal(group.code.value)},",
             *message,
-            f"    {tail}{context}name={name})"]
+            f"    {tail}{context}{action}name={name})"]
 
 
 _PLACEHOLDERS = re.compile(r"<[a-z_][a-z0-9_]*>")

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from shadow.contract._codes import Code, spec
+from shadow.contract._codes import Code, NextAction, spec
 from shadow.contract._payloads import count_sentences
 from shadow.contract._phrases import PHRASES
 from shadow.contract._reading import propose, reading
@@ -56,6 +56,8 @@ class Proposal:
     confidence: float = 0.0
     #: For an unplaced message, the two codes its words lean to most (a reviewer's starting point).
     candidates: tuple[Code, ...] = ()
+    #: The phrase's own next_action, where it is not the code's default (a path outside the allowed directories).
+    action: NextAction | None = None
 
 
 def propose_code(text: str, exception: str | None = None) -> Proposal:
@@ -65,7 +67,8 @@ def propose_code(text: str, exception: str | None = None) -> Proposal:
     if found is not None:
         phrase, said = found
         sure = 0.6 if phrase is PHRASES[-1] else 0.85
-        return Proposal(phrase.code, f'reads as "{said}": {phrase.reason}' if said else phrase.reason, sure)
+        return Proposal(phrase.code, f'reads as "{said}": {phrase.reason}' if said else phrase.reason, sure,
+                        action=phrase.action)
     if exception is not None:
         name = exception.rsplit(".", 1)[-1]
         by_name = propose(_CAMEL.sub(" ", name))
@@ -100,6 +103,7 @@ class Group:
     message: str | None
     confidence: float = 0.0
     candidates: tuple[Code, ...] = ()
+    action: NextAction | None = None  # the proposal's next_action, where it is not the code's default
 
     def to_dict(self) -> dict[str, Any]:
         """The group as JSON data."""
@@ -108,7 +112,7 @@ class Group:
                 "code": self.code.value if self.code is not None else None, "reason": self.reason,
                 "message": self.message, "confidence": self.confidence,
                 "candidates": [c.value for c in self.candidates], "context_fields": list(self.shape.fields),
-                "pattern": self.shape.pattern}
+                "pattern": self.shape.pattern, "next_action": self.action.value if self.action is not None else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +203,7 @@ def group(errors: Iterable[Unmapped], *, total: int | None = None) -> list[Group
                    else None)
         groups.append(Group(first.tool, first.exception, shape, len(members), len(members) / max(count, 1),
                             first.text[:_MAX_EXAMPLE], proposal.code, proposal.reason, message, proposal.confidence,
-                            proposal.candidates))
+                            proposal.candidates, proposal.action))
     groups.sort(key=lambda g: (-g.count, g.tool, g.shape.text))
     return groups
 

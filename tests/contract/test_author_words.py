@@ -298,3 +298,17 @@ def test_a_regex_rule_reads_the_message_of_an_object_result_that_is_not_error_sh
     assert found is not None and found.error.code is Code.NOT_FOUND
     assert found.error.message == "No such task found"
     assert rules.translate_result({"status": "ok", "message": "Task created"}) is None
+
+
+def test_a_rule_may_give_its_own_next_action_and_a_retry_is_never_given_to_a_tool_that_is_not_idempotent() -> None:
+    rules = Rules.default().on_result(r"read-only mode", "permission_denied", next_action="ask_user")
+    found = rules.translate_result("Error: Operation 'DELETE' is forbidden in read-only mode")
+    assert found is not None
+    assert (found.error.code, found.error.next_action.value, found.error.retryable) == (
+        Code.PERMISSION_DENIED, "ask_user", False)
+    slow = Rules.default().on(TimeoutError, "internal_error", next_action="retry")
+    assert slow.translate_exception(TimeoutError("x")).error.retryable is True
+    assert slow.translate_exception(TimeoutError("x"), idempotent=False).error.next_action.value == "ask_user"
+    assert rules.fingerprint != Rules.default().on_result(r"read-only mode", "permission_denied").fingerprint
+    with pytest.raises(ValueError, match="next_action must be one of"):
+        Rules.default().on_result("x", "not_found", next_action="again")

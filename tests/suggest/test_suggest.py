@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import insert
 from typer.testing import CliRunner
 
+import shadow
 from shadow._ids import new_id
 from shadow.calllog import _db as db
 from shadow.calllog import _tables as tables
@@ -220,3 +221,23 @@ def test_sqlalchemy_errors_of_one_template_are_one_shape_whatever_statement_they
     assert shapes == {"(<id>.OperationalError) incomplete input"}
     for text in texts:
         assert re.search(shape_of(text).pattern, text)
+
+
+def test_an_emitted_rule_keeps_the_phrases_own_next_action() -> None:
+    """A raised exception read as a denial of where a path points is served ask_user; the drafted rule must be too,
+    not the code's default stop."""
+    from shadow.suggest import Suggestions, Unmapped, emit_rules, group
+
+    errors = [Unmapped("read_file", f"Path '/etc/{name}' is outside the allowed directories", "PermissionError")
+              for name in ("passwd", "hosts", "shadow")]
+    groups = group(errors)
+    assert [(g.code, g.action) for g in groups] == [(Code.PERMISSION_DENIED, shadow.NextAction.ASK_USER)]
+    source = emit_rules(Suggestions(tuple(groups), 3, 3, 3, None, None), "test")
+    assert "next_action='ask_user'" in source or 'next_action="ask_user"' in source
+    namespace: dict[str, object] = {}
+    exec(compile(source, "learned_rules.py", "exec"), namespace)  # the module suggest wrote
+    rules = namespace["RULES"]
+    assert isinstance(rules, shadow.Rules)
+    found = rules.translate_exception(PermissionError("Path '/etc/group' is outside the allowed directories"))
+    assert (found.error.code, found.error.next_action.value) == (Code.PERMISSION_DENIED, "ask_user")
+    assert found.rule is not None and found.rule.startswith("suggest:")
