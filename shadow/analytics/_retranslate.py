@@ -11,6 +11,7 @@ from typing import Any, Final, cast
 from shadow.contract._author import SHOWN_EXCEPTIONS
 from shadow.contract._builtin import PROGRAMMING_ERRORS
 from shadow.contract._rules import Rules
+from shadow.normalize._mcp import is_logged_result, logged_result_value, mcp
 
 #: What the call log stores for a raised exception: ``{"exception": TYPE, "message": TEXT}``, with ``"shown": true``
 #: when the framework showed its text to the model (FastMCP without masking).
@@ -75,12 +76,31 @@ def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException
     if isinstance(value, dict) and set(value) in (_EXCEPTION_KEYS, _SHOWN_KEYS) and isinstance(value["exception"], str):
         exc = _exception(value["exception"], str(value["message"] or ""), rules, classes)
         found = rules.translate_exception(exc, shown=value.get("shown") is True)
+    elif is_logged_result(value):  # a result shadow proxy logged: read as the proxy read it, with its rules
+        translated = _as_proxy(rules).translate_result(logged_result_value(value))
+        if translated is None:
+            return None
+        found = translated
     else:
         translated = rules.translate_result(value)
         if translated is None:
             return None
         found = translated
     return found.error.code.value, found.unmapped
+
+
+def _as_proxy(rules: Rules) -> Rules:
+    """The rules ``shadow proxy`` runs with these: yours first, then the MCP rules, then the built-in ones."""
+    found = _PROXY_RULES.get(id(rules))
+    if found is None or found[0] is not rules:
+        if len(_PROXY_RULES) >= 8:  # a process judges with a few sets of rules; never let a long one gather more
+            _PROXY_RULES.clear()
+        found = _PROXY_RULES[id(rules)] = (rules, rules.without_defaults() + mcp() + Rules.default())
+    return found[1]
+
+
+#: The proxy's rules made of a set of rules (by id, the set kept so its id is not reused).
+_PROXY_RULES: dict[int, tuple[Rules, Rules]] = {}
 
 
 def _exception(name: str, message: str, rules: Rules, classes: dict[str, type[BaseException]]) -> BaseException:

@@ -116,7 +116,7 @@ def status_of(value: object) -> int | None:
 
 #: The keys of an MCP tool result a tool returns as a dict (``{"content": [{"type": "text", "text": ...}]}``).
 _MCP_RESULT_KEYS: Final = frozenset({"content", "isError", "is_error", "structuredContent", "structured_content",
-                                     "_meta", "meta"})
+                                     "_meta", "meta", "resultType"})
 
 
 def content_text(value: Mapping[Any, Any]) -> str | None:

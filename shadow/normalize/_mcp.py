@@ -71,6 +71,42 @@ def tool_text_value(text: str, *, is_error: bool | None = None) -> object:
     return parsed
 
 
+def wraps_text(structured: object, text: str) -> bool:
+    """Whether ``structured`` is only the text content wrapped as ``{"result": text}``: what FastMCP (either SDK)
+    sends for a tool annotated ``-> str``, whose text, an error included ("Error: node Call not allowed"), is read
+    as any returned text is."""
+    return (isinstance(structured, Mapping) and len(structured) == 1 and isinstance(structured.get("result"), str)
+            and structured["result"] == text)
+
+
+#: The keys of an MCP tool result as ``shadow proxy`` logs it (``CallToolResult`` dumped by alias).
+_DUMP_KEYS: Final = frozenset({"content", "isError", "structuredContent", "_meta", "resultType"})
+
+
+def is_logged_result(payload: object) -> bool:
+    """Whether ``payload`` is a tool result as ``shadow proxy`` logs it (its ``isError`` always there)."""
+    return (isinstance(payload, Mapping) and isinstance(payload.get("content"), list)
+            and isinstance(payload.get("isError"), bool) and _DUMP_KEYS.issuperset(payload))
+
+
+def logged_result_value(payload: Mapping[str, Any]) -> object:
+    """What the proxy read from a tool result it logged (``is_logged_result``), for judging it again."""
+    content: list[Any] = payload["content"]
+    texts = [block["text"] for block in content
+             if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+    text = "\n".join(texts)
+    structured = payload.get("structuredContent")
+    if payload["isError"]:
+        if isinstance(structured, Mapping) and looks_like_error(structured):
+            return dict(structured)
+        return tool_text_value(text, is_error=True)
+    if structured is not None and not wraps_text(structured, text):
+        return structured
+    if len(texts) == len(content):
+        return tool_text_value(text) if texts else None
+    return content
+
+
 def _validation_context(value: object) -> dict[str, Any]:
     text = error_text(value) or ""
     found = _VALIDATION.match(text)

@@ -11,6 +11,7 @@ from shadow._redact import JSONValue
 from shadow.contract._payloads import Payload
 from shadow.contract._rules import looks_like_error
 from shadow.normalize import _http as normalize
+from shadow.normalize._mcp import wraps_text
 
 __all__ = ["block_value", "result_dump", "result_value", "structured_result"]
 
@@ -24,19 +25,11 @@ def result_value(result: types.CallToolResult) -> object:
         if isinstance(structured, Mapping) and looks_like_error(structured):
             return dict(structured)
         return normalize.tool_text_value(text, is_error=True)
-    if structured is not None and not _wraps_text(structured, text):
+    if structured is not None and not wraps_text(structured, text):
         return structured
     if len(texts) == len(result.content):
         return normalize.tool_text_value(text) if texts else None
     return [block_value(block) for block in result.content]
-
-
-def _wraps_text(structured: object, text: str) -> bool:
-    """Whether ``structured`` is only the text content wrapped as ``{"result": text}``: what FastMCP (either SDK)
-    sends for a tool annotated ``-> str``, whose text, an error included ("Error: node Call not allowed"), is read
-    as any returned text is."""
-    return (isinstance(structured, Mapping) and len(structured) == 1 and isinstance(structured.get("result"), str)
-            and structured["result"] == text)
 
 
 def _decoded_size(base64: str) -> int:
