@@ -9,8 +9,9 @@ import functools
 import re
 from typing import Final
 
-from shadow.contract._codes import NextAction, defaults
+from shadow.contract._codes import Code, NextAction, defaults
 from shadow.contract._masking import MAX_READ, mask_locations
+from shadow.contract._openings import EXCEPTION_REPR
 from shadow.contract._phrase import Phrase
 from shadow.contract._phrases import PHRASES, STATUS_LINE
 
@@ -99,7 +100,14 @@ def propose(text: str) -> Phrase | None:
     phrase = _propose(text)
     if phrase is not None and defaults(phrase.code)[1] is NextAction.RETRY and _NO_RETRY.search(text[:MAX_READ]):
         return None
+    if phrase is not None and phrase.code in _A_BUG and EXCEPTION_REPR.match(text):
+        return None  # "IndexError('list index out of range')" returned: the tool caught it to show what running
+        # the call's input raised (a REPL, a JSON path), not a failure of its own that nothing the model does fixes
     return phrase
+
+
+#: The codes a tool's own failure is read as (``stop``): never given to an exception's repr the tool returned.
+_A_BUG: Final = frozenset({Code.INTERNAL_ERROR, Code.NOT_IMPLEMENTED})
 
 
 def _propose(text: str) -> Phrase | None:

@@ -312,3 +312,14 @@ def test_a_rule_may_give_its_own_next_action_and_a_retry_is_never_given_to_a_too
     assert rules.fingerprint != Rules.default().on_result(r"read-only mode", "permission_denied").fingerprint
     with pytest.raises(ValueError, match="next_action must be one of"):
         Rules.default().on_result("x", "not_found", next_action="again")
+
+
+@pytest.mark.parametrize("legacy", ["IndexError('list index out of range')",
+                                    "ModuleNotFoundError(\"No module named 'nosuchmodule'\")"])
+def test_an_exception_repr_the_tool_returned_is_never_read_as_its_own_failure(legacy: str) -> None:
+    """LangChain's Python REPL and JSON tools return repr(e) of what running the model's input raised: the model can
+    change its input, so a bug's code (internal_error, not_implemented: stop) would tell it less than the text."""
+    found = Rules.default().translate_result(legacy)
+    assert found is not None and found.unmapped
+    body = found.error.payload()["error"]
+    assert (body["code"], body["next_action"], body["message"]) == ("rejected", "ask_user", legacy)
