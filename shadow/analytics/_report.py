@@ -231,7 +231,8 @@ def loop_rate_report(
         by_tool = [_judged(t, again.get(t.tool)) for t in by_tool]
     changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}
-    decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, the_policy, evidence=evidence)
+    decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, the_policy, evidence=evidence,
+                            rules=rules)
     split_tools = [t for t in decided if t.comparison.design == "randomised"]
     split_errors = sum(t.errors for t in split_tools)
     weighted = sum(sizes.get(t.tool, 0.0) * t.errors for t in split_tools)

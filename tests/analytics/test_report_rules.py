@@ -52,12 +52,15 @@ def test_the_report_recommends_on_the_errors_translated_again_with_rules(logged:
     book = _book(before.stdout)
     assert (book["rules"], book["errors"], book["unmapped_errors"]) == ("as logged", 36, 36)
     assert book["recommendation"]["action"] == "fix_rules"  # type: ignore[index]
+    assert book["evidence"]["unmapped_shapes"] > 0  # type: ignore[index]
     after = _cli(["report", "loop-rate", "--format", "json", "--no-sync", "--rules", "fix.py"], url, cwd)
     assert after.returncode == 0, after.stderr
     book = _book(after.stdout)
     assert (book["rules"], book["errors"], book["unmapped_errors"], book["no_longer_errors"]) == (
         "--rules fix.py", 36, 0, 0)
     assert book["recommendation"]["action"] == "raise"  # type: ignore[index]
+    # the shapes "add rules for these" lists are those still unmapped with the rules given, none here
+    assert (book["evidence"]["unmapped"], book["evidence"]["unmapped_shapes"]) == ([], 0)  # type: ignore[index]
     text = _cli(["report", "loop-rate", "--no-sync", "--rules", "fix.py"], url, cwd)
     assert text.returncode == 0, text.stderr
     assert "Every logged error is translated again with --rules fix.py." in " ".join(text.stdout.split())
