@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from shadow.contract._codes import Code, NextAction
-from shadow.contract._payloads import ToolError
+from shadow.contract._payloads import ToolError, without_retry_advice
 from shadow.contract._values import ValueMatch
 
 ExcMatch: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
@@ -51,3 +51,24 @@ class ResultRule:
     context: Extractor | None = None
     name: str = ""
     action: NextAction | None = None  # the rule's (or phrase's) own next_action, where not the code's default
+
+
+def acting(error: ToolError, action: NextAction | None, idempotent: bool = True) -> ToolError:
+    """``error`` with a rule's own ``next_action`` (a retry only for an idempotent tool, else ``ask_user``)."""
+    if action is NextAction.RETRY and not idempotent:
+        action = NextAction.ASK_USER
+    if action is None or action is error.next_action:
+        return error
+    message = error.message if action is NextAction.RETRY else without_retry_advice(error.message)
+    return ToolError(error.code, message, action is NextAction.RETRY, action, error.context)
+
+
+def rule_action(value: NextAction | str | None) -> NextAction | None:
+    """A rule's ``next_action=``, checked when the rule is made."""
+    if value is None:
+        return None
+    try:
+        return NextAction(value)
+    except ValueError:
+        raise ValueError(f"next_action must be one of {', '.join(a.value for a in NextAction)}, not {value!r}; for "
+                         "example next_action='ask_user'") from None

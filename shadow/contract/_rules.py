@@ -13,8 +13,8 @@ from shadow.contract._author import SHOWN_EXCEPTIONS, fit_message, shown_name
 from shadow.contract._builtin import EXCEPTION_RULES, PROGRAMMING_ERRORS, RESULT_RULES, phrase_matches
 from shadow.contract._codes import Code, NextAction, spec
 from shadow.contract._dispatch import Block, plan
-from shadow.contract._payloads import Fail, ToolError, without_retry_advice
-from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule, Translation
+from shadow.contract._payloads import Fail, ToolError
+from shadow.contract._rule import ExceptionRule, ExcMatch, Extractor, ResultRule, Translation, acting, rule_action
 from shadow.contract._rules_id import fingerprint
 from shadow.contract._values import (
     ValueMatch,
@@ -134,7 +134,7 @@ class Rules:
         code's default (``"ask_user"`` for a ``permission_denied`` the model can answer with another input; a
         ``"retry"`` is served ``ask_user`` for a tool that is not idempotent)."""
         rule = ExceptionRule(match, spec(code).code, message, context, _compile(pattern), _rule_name(name, match),
-                             _action(next_action))
+                             rule_action(next_action))
         return Rules((rule, *self.exception_rules), self.result_rules, shown=self.shown_types,
                      text_is_data=self.text_is_data)
 
@@ -178,7 +178,7 @@ class Rules:
         if next_action is not None and resolved is None:
             raise ValueError("on_result(..., None, next_action=...): an error no rule places is served rejected with "
                              "ask_user; give a code to choose the next action")
-        rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match), _action(next_action))
+        rule = ResultRule(predicate, resolved, message, context, _rule_name(name, match), rule_action(next_action))
         return Rules(self.exception_rules, (rule, *self.result_rules), shown=self.shown_types,
                      text_is_data=self.text_is_data)
 
@@ -201,7 +201,7 @@ class Rules:
         found = self._translated(exc, idempotent, shown_as)
         generic = spec(Code.INTERNAL_ERROR).default_message
         if bug and found.error.code is Code.INTERNAL_ERROR and found.error.message == generic:
-            words = fit_message(_text_of(exc))  # "division by zero": the model read it (it may say what to change)
+            words = fit_message(_shown_text(exc, ""))  # "division by zero": the model read it
             if words is not None:
                 found = Translation(ToolError(Code.INTERNAL_ERROR, words, found.error.retryable,
                                               found.error.next_action, found.error.context), found.rule, found.unmapped)
@@ -213,18 +213,18 @@ class Rules:
             try:
                 if not rule.applies(exc):
                     continue
-                author = fit_message(_text_of(exc)) if shown is not None else None
+                author = fit_message(_shown_text(exc, shown)) if shown is not None else None
                 # a built-in rule's generic message says less than the words the model read (a reviewed rule's more)
                 message = None if author is not None and id(rule) in _BUILT_IN_EXCEPTIONS else rule.message
                 error = _build(rule.code, message, rule.context, exc, idempotent, author)
-                return Translation(_acting(error, rule.action, idempotent), rule.name)
+                return Translation(acting(error, rule.action, idempotent), rule.name)
             except Exception as broken:  # a broken rule must never break the call
                 log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
                 break
         if shown is None:
             return self._read(exc, idempotent) or Translation(
                 ToolError.of(Code.INTERNAL_ERROR, idempotent=idempotent), None, unmapped=True)
-        text = _text_of(exc)
+        text = _shown_text(exc, shown)
         found = self.translate_result({"error": text}, idempotent=idempotent) if text else None
         if found is not None and not found.unmapped:
             return found
@@ -251,7 +251,7 @@ class Rules:
             return None
         error = found.error
         if error.message == fit_message(error_text(value)):  # the rule kept the text: the model gets the code's own
-            error = _acting(ToolError.of(error.code, idempotent=idempotent, context=error.context), error.next_action,
+            error = acting(ToolError.of(error.code, idempotent=idempotent, context=error.context), error.next_action,
                             idempotent)
         # still unmapped: the code is the table's reading, the message a generic one (a reviewed rule does better)
         return Translation(error, f"read:{found.rule}", unmapped=True)
@@ -311,31 +311,20 @@ class Rules:
                 return Translation(ToolError.of(Code.REJECTED, author, idempotent=idempotent), rule.name,
                                    unmapped=True)
             error = _build(rule.code, rule.message, rule.context, value, idempotent, author)
-            return Translation(_acting(error, rule.action, idempotent), rule.name)
+            return Translation(acting(error, rule.action, idempotent), rule.name)
         except Exception as broken:
             log.warning("rule_failed", rule=rule.name, error_type=type(broken).__name__)
             return Translation(_rejected(value, idempotent), rule.name, unmapped=True)
 
 
-def _acting(error: ToolError, action: NextAction | None, idempotent: bool = True) -> ToolError:
-    """``error`` with a rule's own ``next_action`` (a retry only for an idempotent tool, else ``ask_user``)."""
-    if action is NextAction.RETRY and not idempotent:
-        action = NextAction.ASK_USER
-    if action is None or action is error.next_action:
-        return error
-    message = error.message if action is NextAction.RETRY else without_retry_advice(error.message)
-    return ToolError(error.code, message, action is NextAction.RETRY, action, error.context)
-
-
-def _action(value: NextAction | str | None) -> NextAction | None:
-    """A rule's ``next_action=``, checked when the rule is made."""
-    if value is None:
-        return None
-    try:
-        return NextAction(value)
-    except ValueError:
-        raise ValueError(f"next_action must be one of {', '.join(a.value for a in NextAction)}, not {value!r}; for "
-                         "example next_action='ask_user'") from None
+def _shown_text(exc: BaseException, shown: str) -> str:
+    """The words a shown exception gives the model: its text, after its class's name when the text is a bare
+    value (``InvalidUrlClientError: not%20a%20url``, as LangGraph shows ``repr(e)``); a framework's own error type
+    (``ToolError``, ``ModelRetry``) is its text alone."""
+    text = _text_of(exc)
+    if shown in SHOWN_EXCEPTIONS or " " in text.strip() or not text.strip():
+        return text
+    return f"{type(exc).__name__}: {text.strip()}"
 
 
 def _text_of(exc: BaseException) -> str:

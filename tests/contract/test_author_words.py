@@ -323,3 +323,16 @@ def test_an_exception_repr_the_tool_returned_is_never_read_as_its_own_failure(le
     assert found is not None and found.unmapped
     body = found.error.payload()["error"]
     assert (body["code"], body["next_action"], body["message"]) == ("rejected", "ask_user", legacy)
+
+
+def test_a_shown_exception_whose_text_is_a_bare_value_keeps_its_class_name() -> None:
+    """LangGraph shows repr(e): "<InvalidUrlClientError not%20a%20url>"; the value alone says nothing of what is wrong."""
+    class InvalidUrlClientError(Exception):
+        pass
+
+    found = Rules.default().translate_exception(InvalidUrlClientError("not%20a%20url"), shown=True)
+    assert found.error.message == "InvalidUrlClientError: not%20a%20url"
+    bug = Rules.default().translate_exception(KeyError("sku-1"), shown=True)
+    assert (bug.error.code, bug.error.message) == (Code.INTERNAL_ERROR, "KeyError: 'sku-1'")
+    worded = Rules.default().translate_exception(ValueError("Principal must be greater than 0"), shown=True)
+    assert worded.error.message == "Principal must be greater than 0"

@@ -11,7 +11,8 @@ import pytest
 from shadow.contract import _dispatch
 from shadow.contract._codes import Code
 from shadow.contract._payloads import ToolError
-from shadow.contract._rules import Rules, Translation, _acting, _build, _rejected, error_text, fit_message, status_in
+from shadow.contract._rule import acting as _acting
+from shadow.contract._rules import Rules, Translation, _build, _rejected, error_text, fit_message, status_in
 from shadow.contract._values import STATUS_KEYS
 from tests._real_corpus import entries
 
