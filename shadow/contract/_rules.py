@@ -200,8 +200,13 @@ class Rules:
             shown_as = f"{type(exc).__module__}.{type(exc).__qualname__}"
         found = self._translated(exc, idempotent, shown_as)
         generic = spec(Code.INTERNAL_ERROR).default_message
+        if bug and found.rule is None:  # no rule of any kind: its words, which the model read, as a returned error's
+            text = _shown_text(exc, "")
+            read = self.translate_result({"error": text}, idempotent=idempotent) if text else None
+            if read is not None and not read.unmapped:
+                return read  # "division by zero" from a calculator: validation_error, as the proxy reads the text
         if bug and found.error.code is Code.INTERNAL_ERROR and found.error.message == generic:
-            words = fit_message(_shown_text(exc, ""))  # "division by zero": the model read it
+            words = fit_message(_shown_text(exc, ""))  # nothing places it: a bug, in the words the model read
             if words is not None:
                 found = Translation(ToolError(Code.INTERNAL_ERROR, words, found.error.retryable,
                                               found.error.next_action, found.error.context), found.rule, found.unmapped)

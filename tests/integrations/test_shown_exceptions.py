@@ -128,9 +128,11 @@ def test_the_gate_judges_a_logged_shown_exception_as_the_model_read_it() -> None
     unshown = retranslate([({"exception": "ValueError", "message": PRINCIPAL}, 3)], rules)
     assert (shown.codes, shown.unmapped) == ({"validation_error": 3}, 0)
     assert unshown.unmapped == 3  # the table's reading of a text the model never saw still gates cutover
-    # a logged bug is judged by its exact type, as the live call was: internal_error, not its text read as an error
-    bug = retranslate([({"exception": "ZeroDivisionError", "message": "division by zero", "shown": True}, 2)], rules)
-    assert bug.codes == {"internal_error": 2}
+    # a logged bug is judged by its exact type, as the live call was: its shown words read, else internal_error
+    bug = retranslate([({"exception": "ZeroDivisionError", "message": "division by zero", "shown": True},
+                        2), ({"exception": "TypeError", "message": "object of type 'NoneType' has no len()",
+                              "shown": True}, 1)], rules)
+    assert bug.codes == {"validation_error": 2, "internal_error": 1}
 
 
 def test_mcpserver_keeps_a_crash_text_on_the_server_so_cutover_does_too(flags: InMemoryFlags) -> None:
@@ -205,3 +207,14 @@ def _tools_like(fn: Any) -> Any:
     import types
 
     return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def test_a_shown_bug_type_is_read_by_its_words_as_the_proxy_reads_the_same_text() -> None:
+    """fastmcp-sample-server's calculate(1/0): the proxy read "division by zero" as validation_error while
+    ShadowTransform served internal_error/stop for the same call."""
+    rules = shadow.Rules.default()
+    found = rules.translate_exception(ZeroDivisionError("division by zero"), shown=True)
+    assert (found.error.code.value, found.error.next_action.value, found.error.message) == (
+        "validation_error", "ask_user", "division by zero")
+    unseen = rules.translate_exception(ZeroDivisionError("division by zero"))
+    assert unseen.error.code.value == "internal_error" and "division" not in unseen.error.message
