@@ -95,6 +95,8 @@ def author_text(value: object) -> str | None:
         if isinstance(item, str) and item.strip() and len(item) <= _MAX_DETAIL and item.strip() not in text:
             if any(pattern.search(item) for pattern in LEAK_PATTERNS):
                 continue  # a traceback or a file path is for a developer: never served
+            if text.strip() in item:
+                return item.strip()  # the detail says the text and more ("Invalid file path: File not found: x")
             joint = " " if text.rstrip()[-1:] in (".", "!", "?", ":") else ": "
             return f"{text.rstrip()}{joint}{item.strip()}"
     return text

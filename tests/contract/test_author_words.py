@@ -336,3 +336,10 @@ def test_a_shown_exception_whose_text_is_a_bare_value_keeps_its_class_name() -> 
     assert (bug.error.code, bug.error.message) == (Code.INTERNAL_ERROR, "KeyError: 'sku-1'")
     worded = Rules.default().translate_exception(ValueError("Principal must be greater than 0"), shown=True)
     assert worded.error.message == "Principal must be greater than 0"
+
+
+def test_a_detail_that_already_says_the_text_is_served_alone_not_after_it() -> None:
+    """csv-mcp-server: {"error": "File not found: sales.csv", "message": "Invalid file path: File not found: ..."}."""
+    found = Rules.default().translate_result({"success": False, "error": "File not found: sales.csv",
+                                              "message": "Invalid file path: File not found: sales.csv"})
+    assert found is not None and found.error.message == "Invalid file path: File not found: sales.csv"
