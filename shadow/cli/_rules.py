@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from shadow._config import settings
 from shadow.cli._app import ExitCode, app, fail
+from shadow.cli._integrations import RulesOption, rules_in_force
 from shadow.cli._options import (
     DbAliasOption,
     DbUrlOption,
@@ -37,28 +39,33 @@ def suggest_command(
     top: Annotated[int, typer.Option("--top", min=1, help="Show at most this many groups.")] = 20,
     fmt: FormatOption = Format.table,
     db_alias: DbAliasOption = None,
+    rules: RulesOption = None,
 ) -> None:
     """Group the errors no rule mapped by message shape and propose a code, a remedy and a rule for each.
 
     Numbers, ids, quoted values, paths, URLs and dates are masked, so one group holds every message of one
     shape; each group's proposal comes from a table of phrases ("no changes staged" is failed_precondition,
     "did not resolve to an object" is not_found, ...). Review the emitted module, use it as your rules, run the
-    shadow phase again, and check `shadow ready TOOL --since ...`: the unmapped share falls.
+    shadow phase again, and check `shadow ready TOOL --since ...`: the unmapped share falls. With `--rules` (or
+    SHADOW_RULES), the errors are those your rules leave unmapped, and the emitted module extends your rules
+    instead of the built-in ones alone.
 
-    Example: shadow rules suggest --tool git_checkout --emit-rules learned_rules.py
+    Example: shadow rules suggest --tool git_checkout --rules tool_rules.py --emit-rules learned_rules.py
     """
     if emit is not None and (emit.suffix != ".py" or not emit.stem.isidentifier()):
         fail(f"--emit-rules needs a .py file name that can be imported, for example learned_rules.py (not {emit})")
     when = time_option(since, "--since")
     url = store_url(db_url, db_alias)
     require_call_log(url)
+    base, _ = rules_in_force(rules)
+    ref = rules if rules is not None else (settings().rules if base is not None else None)
     try:
-        found = suggest(read_unmapped(url, tool=tool, since=when), tool=tool, since=when)
+        found = suggest(read_unmapped(url, tool=tool, since=when, rules=base), tool=tool, since=when)
     except LogError as exc:
         fail(str(exc), ExitCode.UNAVAILABLE if exc.unavailable else ExitCode.USAGE)
     if emit is not None:
         try:
-            emit.write_text(emit_rules(found, tool or url), encoding="utf-8")
+            emit.write_text(emit_rules(found, tool or url, base=ref), encoding="utf-8")
         except OSError as exc:
             fail(f"could not write {emit} ({exc.strerror}); choose a writable path with --emit-rules")
         drafted = sum(1 for g in found.groups if g.code is not None)

@@ -85,8 +85,9 @@ def _specificity(group: Group) -> int:
     return len(_PLACEHOLDERS.sub("", group.shape.text).replace(" ", ""))
 
 
-def emit_rules(found: Suggestions, source: str) -> str:
-    """The text of a module defining ``RULES``: the built-in rules plus one draft rule per group with a code."""
+def emit_rules(found: Suggestions, source: str, base: str | None = None) -> str:
+    """The text of a module defining ``RULES``: the built-in rules (or the rules module ``base``, as ``--rules``
+    names it: a dotted name, a ``.py`` file, ``MODULE:NAME``) plus one draft rule per group with a code."""
     body: list[str] = []
     unplaced: list[str] = []
     # Rules.on()/on_result() put a rule first, so a later line wins on overlap: the most specific shapes (the most
@@ -119,6 +120,19 @@ def emit_rules(found: Suggestions, source: str) -> str:
         "import shadow",
         "from shadow.contract import error_text",
     ]
+    if base is not None:
+        module, name = _base_import(base)
+        head += [f"from {module} import {name} as _BASE  # the rules the log was judged with (--rules {base})"]
     text = "\n".join(head) + "\n" + _HELPERS
-    text += "\n\nRULES = shadow.Rules.default()\n\n" + "\n".join(body)
+    start = "_BASE" if base is not None else "shadow.Rules.default()"
+    text += f"\n\nRULES = {start}\n\n" + "\n".join(body)
     return text.rstrip("\n") + "\n"
+
+
+def _base_import(ref: str) -> tuple[str, str]:
+    """``(module, name)`` to import the rules ``--rules`` named: ``tool_rules.py`` is ``tool_rules``, found beside
+    the emitted module or on ``PYTHONPATH``; ``pkg.rules:NAME`` is ``pkg.rules`` and ``NAME``."""
+    module, _, name = ref.rpartition(":") if re.search(r":[A-Za-z_]\w*$", ref) else (ref, "", "")
+    if module.endswith(".py"):
+        module = module.replace("\\", "/").rsplit("/", 1)[-1][:-3]
+    return module, name or "RULES"

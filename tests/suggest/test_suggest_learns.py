@@ -129,3 +129,32 @@ def test_a_specific_learned_rule_wins_over_a_general_one_of_the_same_exception(t
     assert hotel.rule != invoice.rule, (hotel, invoice)
     assert hotel.error.context == {"hotel": "H-99", "room": "7"}
     assert invoice.error.context == {"value": "IV999"}
+
+
+def test_with_the_rules_in_force_the_emitted_module_extends_them_and_drafts_only_what_they_leave(
+    tmp_path: Path,
+) -> None:
+    """A clinic layer migrated with its own rules: the module suggest wrote started from the built-in rules alone,
+    so applying it unedited threw those away (27.7% unmapped became 75.6%)."""
+    db, own, learned = tmp_path / "log.db", tmp_path / "own_rules.py", tmp_path / "learned_rules.py"
+    own.write_text("import shadow\n\nRULES = shadow.Rules.default().on(\n"
+                   "    lambda e: type(e).__name__ == 'PolicyViolation', 'permission_denied', name='own:policy')\n")
+    env_path = os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "SHADOW_FLAGS": "*=shadow", "SHADOW_DB_URL": f"sqlite:///{db}", "PYTHONPATH": env_path}
+    env.pop("SHADOW_RULES", None)
+    subprocess.run([sys.executable, str(LAYER), "420", str(own)], env=env, check=True, timeout=120, cwd=ROOT)
+    _, with_own = _unmapped(db)
+    result = CliRunner().invoke(app, ["rules", "suggest", "--db-url", f"sqlite:///{db}", "--rules", str(own),
+                                      "--emit-rules", str(learned), "--format", "json"], env={"PYTHONPATH": env_path})
+    assert result.exit_code == 0, result.output
+    text = learned.read_text()
+    assert "from own_rules import RULES as _BASE" in text and "RULES = _BASE" in text
+    assert "PolicyViolation" not in json.dumps(json.loads(result.stdout)["groups"])  # mapped by the rules given
+    with sqlite3.connect(db) as conn:
+        last = conn.execute("SELECT max(rowid) FROM calls").fetchone()[0]
+    subprocess.run([sys.executable, str(LAYER), "420", str(learned)], env=env, check=True, timeout=120, cwd=ROOT)
+    errors, unmapped = _unmapped(db, last)
+    assert unmapped <= with_own and unmapped / errors <= 0.25
+    with sqlite3.connect(db) as conn:
+        kept = conn.execute("SELECT count(*) FROM calls WHERE rule = 'own:policy' AND rowid > ?", (last,)).fetchone()
+    assert kept[0] > 0  # the rules in force still apply under the emitted module
