@@ -323,6 +323,18 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"initiali[sz]e|activate|unlock|install|stage|configure|upload|register|verify|confirm|approve)\b[^.;!\n]{0,60}"
        r"\bfirst\s*(?:[.!;)]|$)", _FP,
        "a step must be done first", "Do the required step first: {value}."),
+    # A thing the call asks for is taken or gone for now (a slot, a room, a size): the state, not a failed service.
+    _p(r"\b(?:slot|room|seat|table|date|day|time|timeslot|appointment|item|product|stock|size|colou?r|variant|spot|"
+       r"vehicle|car|ticket|option|copy|bed|desk|court|fare|offer|doctor|agent|staff)s? (?:is |are |was |were )?"
+       r"(?:currently |now )?unavailable\b|\bno (?:free|open|available) (?:\w+ )?(?:slots?|seats?|rooms?|tables?|"
+       r"spots?|places?|beds?|times?|appointments?)\b|\b(?:has|have) (?:0|no|zero) (?:\w+ ){0,2}remaining\b|"
+       r"\bwindow (?:is |has )?(?:closed|passed|expired)\b|\bhas no (?:\w+ ){0,2}on file\b", _FP,
+       "what the call asks for is not free now",
+       "{value} is not available now. Choose another or ask the user."),
+    _p(r"\b(?:cannot|can't|may not|must not) (?:\w+ ){0,3}in the past\b|\bis in the past\b", _V,
+       "a date or time argument lies in the past", "{value} is in the past. Pass a later date or time."),
+    _p(r"^\s*no (?:such )?[a-z]+ <value>\s*[.!]?\s*$", Code.NOT_FOUND, "the thing the call names does not exist",
+       "There is no {value}. Check the identifier or ask the user for the right one."),
     _p(r"(?:" + SERVICE + r" )?\bunavailable\b", Code.UPSTREAM_UNAVAILABLE, "a service is unavailable",
        "A service this tool depends on is unavailable. Make the identical call again shortly."),
     # A malformed argument (the broadest: last).

@@ -33,6 +33,15 @@ from shadow.contract._reading import propose
     ("status must be open/done/all, got 'pending'", Code.VALIDATION_ERROR),  # the allowed values, not a state
     ("Error: node Call not allowed", Code.VALIDATION_ERROR),  # a calculator's expression, not the caller's rights
     ("Operation DELETE not allowed", Code.PERMISSION_DENIED),
+    # a clinic desk's business rules (an outside check's layer, in neither corpus): the state, not a failed service
+    ("Slot Unavailable", Code.FAILED_PRECONDITION),  # an exception class's name, as shadow inventory reads it
+    ("Service Unavailable", Code.UPSTREAM_UNAVAILABLE),
+    ("Dr. Patel has no free slot on 2025-03-14", Code.FAILED_PRECONDITION),
+    ("Rx RX-668 has 0 refills remaining; the prescriber must renew it", Code.FAILED_PRECONDITION),
+    ("Cancellation window closed", Code.FAILED_PRECONDITION),
+    ("Error: patient P-1246 has no mobile number on file", Code.FAILED_PRECONDITION),
+    ("Error: cannot book in the past (2025-02-28)", Code.VALIDATION_ERROR),
+    ("Error: no patient P-1999", Code.NOT_FOUND),
 ])
 def test_each_phrase_reads_as_its_code(text: str, code: Code) -> None:
     found = propose(text)
