@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,8 +12,6 @@ from shadow.analytics import _power as pw
 from shadow.analytics import _stats as stats
 from shadow.analytics._recommend import Facts, FlagNow, Policy, recommend
 from shadow.analytics._report_types import Comparison, FlagChange, ToolReport
-from shadow.analytics._retranslate import retranslate
-from shadow.contract._rules import Rules
 
 
 def flag_now(tool: str, changes: Sequence[FlagChange]) -> FlagNow:
@@ -42,11 +39,11 @@ def _test(found: Comparison | None) -> stats.ArmComparison | None:
 def decide(
     source: Any, params: Mapping[str, Any], tools: Sequence[ToolReport],
     legacy_clusters: Mapping[str, list[stats.Cluster]], changes: Sequence[FlagChange], policy: Policy, *,
-    evidence: bool = True, rules: Rules | None = None,
+    evidence: bool = True, unmapped_rows: Mapping[str, list[Mapping[str, Any]]] | None = None,
 ) -> tuple[list[ToolReport], dict[str, float]]:
     """Each tool with its flag, power, leak count, evidence and recommendation; and the mean bytes of a repeated
-    call (arguments plus legacy error payload) per tool, for the token estimate. With ``rules``, the unmapped
-    shapes listed are those still unmapped when those rules translate them again."""
+    call (arguments plus legacy error payload) per tool, for the token estimate. ``unmapped_rows``: per tool, the
+    logged errors (legacy_payload, errors) today's rules leave unmapped, in place of those logged unmapped."""
     rate = {str(r["tool"]): float(r["errors_per_day"] or 0.0) for r in source.records("report_error_rate", params)}
     payloads = _by_tool(source.records("report_error_payloads", {**params, "limit": ev.MAX_LEAK_SCAN}))
     examples: dict[str, list[Mapping[str, Any]]] = {}
@@ -54,7 +51,8 @@ def decide(
     if evidence:
         examples = _by_tool(source.records("report_evidence", {**params, "max_codes": ev.MAX_CODES,
                                                              "per_code": ev.EXAMPLES_PER_CODE}))
-        unmapped = _by_tool(source.records("report_unmapped", {**params, "limit": ev.MAX_UNMAPPED_READ}))
+        unmapped = (dict(unmapped_rows) if unmapped_rows is not None else
+                    _by_tool(source.records("report_unmapped", {**params, "limit": ev.MAX_UNMAPPED_READ})))
     sizes: dict[str, float] = {}
     out = []
     for t in tools:
@@ -75,20 +73,9 @@ def decide(
                       stop_quits=_test(t.stop_quits))
         found = None
         if evidence:
-            rows = unmapped.get(t.tool, [])
-            if rules is not None:
-                rows = [r for r in rows if _still_unmapped(r["legacy_payload"], rules)]
-            shapes, total = ev.unmapped_shapes(rows)
+            shapes, total = ev.unmapped_shapes(unmapped.get(t.tool, []))
             found = ev.Evidence(ev.code_evidence(examples.get(t.tool, [])), shapes, total)
         out.append(dataclasses.replace(t, flag=flag, power=power, leaks=leaks, evidence=found,
                                        recommendation=recommend(facts, policy)))
     return out, sizes
 
-
-def _still_unmapped(raw: Any, rules: Rules) -> bool:
-    """Whether ``rules`` leave a logged legacy payload (JSON text) unmapped."""
-    try:
-        payload = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return True
-    return retranslate([(payload, 1)], rules).unmapped > 0

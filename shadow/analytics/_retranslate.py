@@ -69,6 +69,20 @@ def retranslate_by_tool(rows: Iterable[Mapping[str, Any]], rules: Rules) -> dict
     return {tool: retranslate(merged(found), rules) for tool, found in per_tool.items()}
 
 
+def unmapped_again(rows: Iterable[Mapping[str, Any]], rules: Rules) -> dict[str, list[Mapping[str, Any]]]:
+    """Per tool, the ``report_error_outcomes`` rows (tool, legacy payload, errors) that ``rules`` leave unmapped:
+    the report's unmapped shapes as those rules see them."""
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    classes: dict[str, type[BaseException]] = {}
+    for r in rows:
+        text = r["legacy_payload"]
+        payload = json.loads(text) if isinstance(text, str) else text
+        found = _translate(payload, rules, classes)
+        if found is not None and found[1]:
+            out.setdefault(str(r["tool"]), []).append({"legacy_payload": text, "errors": int(r["errors"])})
+    return out
+
+
 def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException]]) -> tuple[str, bool] | None:
     """``(code, unmapped)`` today's rules give a logged legacy payload (decoded JSON); ``None`` when they read no
     error."""

@@ -143,3 +143,24 @@ def test_the_report_splits_by_the_rules_that_translated_each_call(tmp_path: Path
     assert "By rules version" in text.stdout
     [line] = [ln for ln in text.stdout.splitlines() if fixed in ln]
     assert line.split()[:5] == ["book", fixed, "40", "16", "0.0%"]
+
+
+def test_the_shapes_listed_are_those_the_rules_given_leave_unmapped_even_if_logged_as_mapped(tmp_path: Path) -> None:
+    """Logged under a tool layer's own rules, judged with the built-in ones alone: the list was the logged one."""
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    (tmp_path / "fix.py").write_text(textwrap.dedent(FIX))
+    app = textwrap.dedent(LOG).replace("import shadow\n", "import shadow\nimport fix\n", 1).replace(
+        "@shadow.tool\n", "@shadow.tool(rules=fix.RULES)\n")
+    (tmp_path / "app.py").write_text(app)
+    subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=_env(url), check=True, timeout=120,
+                   capture_output=True)
+    (tmp_path / "builtin.py").write_text("import shadow\n\nRULES = shadow.Rules.default()\n")
+    logged = _book(_cli(["report", "loop-rate", "--format", "json"], url, tmp_path).stdout)
+    assert logged["unmapped_errors"] == 12  # fix.py's own OrderRejected is not app.py's: those stay unmapped
+    assert sum(s["errors"] for s in logged["evidence"]["unmapped"]) == 12  # type: ignore[index]
+    judged = _cli(["report", "loop-rate", "--format", "json", "--no-sync", "--rules", "builtin.py"], url, tmp_path)
+    assert judged.returncode == 0, judged.stderr
+    book = _book(judged.stdout)
+    assert book["unmapped_errors"] == 36
+    assert book["evidence"]["unmapped_shapes"] > 0  # type: ignore[index]
+    assert sum(s["errors"] for s in book["evidence"]["unmapped"]) == 36  # type: ignore[index]
