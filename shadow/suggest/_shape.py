@@ -33,6 +33,7 @@ _TOKENS: Final = re.compile(rf"(?P<secret>{re.escape(REDACTED)})" + r"""
   | (?P<time>\b\d{1,2}:\d{2}(?::\d{2})?\b)
   | (?P<hex>\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b)
   | (?P<named>(?:(?<=\bid\ )|(?<=\bkey\ )|(?<=\bnamed\ )|(?<=\btable:\ )|(?<=\bname:\ ))[^\s'",;:)]+)
+  | (?P<person>(?:(?<=\bDr\.\ )|(?<=\bMr\.\ )|(?<=\bMrs\.\ )|(?<=\bMs\.\ )|(?<=\bProf\.\ ))[A-Z][\w'-]+)
   | (?P<ident>\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b)
   | (?P<number>(?<![\w.])-?\d+(?:\.\d+)?(?![\w]))
   | (?P<last>(?<=:\ )(?![A-Z_]+\b)[^\s'",;:)<>]{1,60}(?=\s*$))
@@ -42,13 +43,14 @@ _TOKENS: Final = re.compile(rf"(?P<secret>{re.escape(REDACTED)})" + r"""
 _FIELD: Final = {"rate": "rate", "amount": "amount", "ident": "id", "last": "value", "url": "url", "email": "email",
                  "path": "path", "host": "host", "date": "date", "uuid": "id",
                  "hex": "id", "address": "address", "time": "time", "number": "number", "quoted": "value",
-                 "named": "value"}
+                 "named": "value", "person": "name"}
 #: What a masked part matches in the rule's regex.
 _MATCH: Final = {"secret": r"\S+", "rate": r"[\d.]+\s?/\s?\w+", "amount": r"\S+(?:\s?[A-Z]{3})?",
                  "ident": r"[\w-]+", "last": r"[^\s'\",;:)]+",
                  "url": r"\S+", "email": r"\S+@\S+", "path": r"\S+", "host": r"[\w.-]+", "date": r"[\d\-T:.Z+ ]+?",
                  "uuid": r"[0-9a-fA-F-]{36}", "hex": r"[0-9a-fA-F]+", "address": r"[\d.:]+", "time": r"[\d:]+",
-                 "number": r"-?\d+(?:\.\d+)?", "named": r"[^\s'\",;:)]+"}
+                 "number": r"-?\d+(?:\.\d+)?", "named": r"[^\s'\",;:)]+",
+                 "person": r"[\w'-]+"}
 _STATUS_BEFORE = re.compile(r"\b(?:status(?: code)?|http)\W{0,3}$", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z_]{1,30})\W{0,3}$")
 _NOT_NAMES: Final = frozenset({

@@ -72,6 +72,13 @@ def test_one_shape_per_template_ids_amounts_rates_and_trailing_values_masked() -
     assert shape_of("Error: Unauthorized").text == "Error: Unauthorized"  # the message itself, not a value
 
 
+def test_a_name_after_a_title_is_masked_so_one_template_is_one_shape() -> None:
+    """A clinic desk's "Dr. Okafor has no free slot on <date>" made one shape per doctor."""
+    a, b = shape_of("Dr. Okafor has no free slot on 2025-04-01"), shape_of("Dr. Rao has no free slot on 2025-03-20")
+    assert a.text == b.text == "Dr. <name> has no free slot on <date>"
+    assert re.search(a.pattern, "Dr. Lindqvist has no free slot on 2025-03-04")
+
+
 def test_a_rule_learned_from_one_value_matches_every_value_of_the_template() -> None:
     pattern = shape_of("bad priority: urgent").pattern
     assert re.search(pattern, "bad priority: critical")
