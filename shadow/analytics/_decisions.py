@@ -78,4 +78,3 @@ def decide(
         out.append(dataclasses.replace(t, flag=flag, power=power, leaks=leaks, evidence=found,
                                        recommendation=recommend(facts, policy)))
     return out, sizes
-

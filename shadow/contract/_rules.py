@@ -189,31 +189,22 @@ class Rules:
 
         ``shown``: the framework showed this exception's text to the model in legacy (FastMCP does, for any
         exception, unless it masks error details), so its words are the author's, as a framework's ``ToolError``'s
-        are. Python's own exceptions about a bug (``PROGRAMMING_ERRORS``, by exact type) are not read as the
-        author's: they stay ``internal_error``, in the words the model read rather than the code's generic ones."""
+        are. Python's own exceptions about a bug (``PROGRAMMING_ERRORS``, by exact type) are read the same way (a
+        calculator's "division by zero" is ``validation_error``), but stay ``internal_error``, in those words,
+        when nothing places them."""
         if isinstance(exc, Fail):
             error = exc.error if idempotent else exc.error.downgraded()
             return Translation(error, "Fail")
         shown_as = self._shown(exc)
-        bug = shown and shown_as is None and type(exc) in PROGRAMMING_ERRORS
-        if shown_as is None and shown and not bug:
+        bug = shown_as is None and type(exc) in PROGRAMMING_ERRORS
+        if shown_as is None and shown:
             shown_as = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        found = self._translated(exc, idempotent, shown_as)
-        generic = spec(Code.INTERNAL_ERROR).default_message
-        if bug and found.rule is None:  # no rule of any kind: its words, which the model read, as a returned error's
-            text = _shown_text(exc, "")
-            read = self.translate_result({"error": text}, idempotent=idempotent) if text else None
-            if read is not None and not read.unmapped:
-                return read  # "division by zero" from a calculator: validation_error, as the proxy reads the text
-        if bug and found.error.code is Code.INTERNAL_ERROR and found.error.message == generic:
-            words = fit_message(_shown_text(exc, ""))  # nothing places it: a bug, in the words the model read
-            if words is not None:
-                found = Translation(ToolError(Code.INTERNAL_ERROR, words, found.error.retryable,
-                                              found.error.next_action, found.error.context), found.rule, found.unmapped)
-        return found
+        return self._translated(exc, idempotent, shown_as, Code.INTERNAL_ERROR if bug else Code.REJECTED)
 
-    def _translated(self, exc: BaseException, idempotent: bool, shown: str | None) -> Translation:
-        """``translate_exception`` past ``Fail``: ``shown`` is the name the exception was shown to the model by."""
+    def _translated(self, exc: BaseException, idempotent: bool, shown: str | None,
+                    unplaced: Code = Code.REJECTED) -> Translation:
+        """``translate_exception`` past ``Fail``: ``shown`` is the name the exception was shown to the model by;
+        ``unplaced``, the code of a shown exception nothing places."""
         for rule in self.exception_rules:
             try:
                 if not rule.applies(exc):
@@ -234,7 +225,7 @@ class Rules:
         if found is not None and not found.unmapped:
             return found
         by_type = SHOWN_EXCEPTIONS.get(shown)
-        error = ToolError.of(by_type or Code.REJECTED, fit_message(text), idempotent=idempotent)
+        error = ToolError.of(by_type or unplaced, fit_message(text), idempotent=idempotent)
         return Translation(error, shown.rsplit(".", 1)[-1] if by_type else None, unmapped=by_type is None)
 
     def _read(self, exc: BaseException, idempotent: bool) -> Translation | None:
