@@ -37,7 +37,7 @@ from shadow.analytics._report_types import (
     UnknownToolError,
     iso,
 )
-from shadow.analytics._retranslate import Retranslated, retranslate_by_tool, unmapped_again
+from shadow.analytics._retranslate import Retranslated, retranslate_by_tool
 from shadow.analytics._shapes import comparison as _comparison
 from shadow.analytics._shapes import shapes as _shapes
 from shadow.analytics._warehouse import WarehouseError
@@ -229,9 +229,8 @@ def loop_rate_report(
     still_unmapped: dict[str, list[Mapping[str, Any]]] | None = None
     if rules is not None:
         outcomes = warehouse.records("report_error_outcomes", params)
-        again = retranslate_by_tool(outcomes, rules)
+        again, still_unmapped = retranslate_by_tool(outcomes, rules, shapes=evidence)
         by_tool = [_judged(t, again.get(t.tool)) for t in by_tool]
-        still_unmapped = unmapped_again(outcomes, rules) if evidence else None
     changes = tuple(FlagChange(**r) for r in warehouse.records("report_flag_changes", {"tool": tool}))
     legacy_clusters = {t.tool: [s.arm("legacy") for s in shapes if s.tool == t.tool] for t in by_tool}
     decided, sizes = decide(warehouse, params, by_tool, legacy_clusters, changes, the_policy, evidence=evidence,

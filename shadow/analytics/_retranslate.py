@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from shadow.contract._author import SHOWN_EXCEPTIONS
@@ -58,29 +58,48 @@ def merged(rows: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
     return [(json.loads(key), n) for key, n in counts.items()]
 
 
-def retranslate_by_tool(rows: Iterable[Mapping[str, Any]], rules: Rules) -> dict[str, Retranslated]:
+def retranslate_by_tool(rows: Iterable[Mapping[str, Any]], rules: Rules, *, shapes: bool = False,
+                        ) -> tuple[dict[str, Retranslated], dict[str, list[Mapping[str, Any]]] | None]:
     """Per tool, its logged errors translated again (``report_error_outcomes`` rows: tool, the legacy payload as
-    JSON text, how many errors hold it): what the report and the dashboard judge with today's rules."""
-    per_tool: dict[str, list[tuple[Any, int]]] = {}
-    for r in rows:
-        text = r["legacy_payload"]
-        payload = json.loads(text) if isinstance(text, str) else text
-        per_tool.setdefault(str(r["tool"]), []).append((payload, int(r["errors"])))
-    return {tool: retranslate(merged(found), rules) for tool, found in per_tool.items()}
-
-
-def unmapped_again(rows: Iterable[Mapping[str, Any]], rules: Rules) -> dict[str, list[Mapping[str, Any]]]:
-    """Per tool, the ``report_error_outcomes`` rows (tool, legacy payload, errors) that ``rules`` leave unmapped:
-    the report's unmapped shapes as those rules see them."""
-    out: dict[str, list[Mapping[str, Any]]] = {}
+    JSON text, how many errors hold it): what the report and the dashboard judge with today's rules. With
+    ``shapes``, also per tool the rows those rules leave unmapped (the report's unmapped shapes as they see them).
+    Each distinct payload is translated once, whichever tools logged it."""
+    seen: dict[str, tuple[str, bool] | None] = {}
     classes: dict[str, type[BaseException]] = {}
+    tallies: dict[str, _Tally] = {}
+    left: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         text = r["legacy_payload"]
         payload = json.loads(text) if isinstance(text, str) else text
-        found = _translate(payload, rules, classes)
-        if found is not None and found[1]:
-            out.setdefault(str(r["tool"]), []).append({"legacy_payload": text, "errors": int(r["errors"])})
-    return out
+        key = json.dumps(payload, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = _translate(payload, rules, classes)
+        found, tool, errors = seen[key], str(r["tool"]), int(r["errors"])
+        tally = tallies.setdefault(tool, _Tally())
+        tally.keys.add(key)
+        if found is None:
+            tally.gone += errors
+            continue
+        code, is_unmapped = found
+        tally.errors += errors
+        tally.codes[code] = tally.codes.get(code, 0) + errors
+        if is_unmapped:
+            tally.unmapped += errors
+            if shapes:
+                left.setdefault(tool, []).append({"legacy_payload": text, "errors": errors})
+    again = {tool: Retranslated(t.errors, t.unmapped, t.gone, t.codes, len(t.keys)) for tool, t in tallies.items()}
+    return again, (left if shapes else None)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """One tool's counts while its rows are read."""
+
+    errors: int = 0
+    unmapped: int = 0
+    gone: int = 0
+    codes: dict[str, int] = field(default_factory=dict)
+    keys: set[str] = field(default_factory=set)
 
 
 def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException]]) -> tuple[str, bool] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shadow
-from shadow.analytics._retranslate import retranslate
+from shadow.analytics._retranslate import retranslate, retranslate_by_tool
 
 ZOD = ("MCP error -32602: Input validation error: Invalid arguments for tool get-sum: Invalid input: expected "
        "number, received string at a")
@@ -31,3 +31,22 @@ def test_a_result_the_proxy_logged_is_judged_as_the_proxy_read_it() -> None:
 def test_a_users_rule_sees_the_text_without_the_sdks_prefix_as_the_proxy_does() -> None:
     rules = shadow.Rules.default().on_result(r"^Input validation error", "unsupported_input")
     assert retranslate([(_logged(ZOD, is_error=True), 4)], rules).codes == {"unsupported_input": 4}
+
+
+def test_the_reports_judgement_reads_each_distinct_logged_payload_once_across_tools() -> None:
+    """`report loop-rate --rules` counted and listed unmapped shapes in two passes, translating every payload twice."""
+    seen: list[object] = []
+
+    def counted(value: object) -> bool:
+        seen.append(value)
+        return False
+
+    rules = shadow.Rules.default().on_result(counted, "conflict")
+    rows = [{"tool": "book", "legacy_payload": '{"error": "room 12 is not free on <date>"}', "errors": 3},
+            {"tool": "move", "legacy_payload": '{"error":  "room 12 is not free on <date>"}', "errors": 2},
+            {"tool": "book", "legacy_payload": '{"error": "voucher balance too low"}', "errors": 1}]
+    again, unmapped = retranslate_by_tool(rows, rules, shapes=True)
+    assert len(seen) == 2
+    assert (again["book"].errors, again["book"].distinct, again["move"].errors) == (4, 2, 2)
+    assert unmapped is not None and sorted(unmapped) == sorted(
+        tool for tool, r in again.items() if r.unmapped)
