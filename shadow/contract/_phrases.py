@@ -113,11 +113,19 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bmethod not allowed\b",
        Code.UNSUPPORTED_INPUT, "a kind of input this tool does not handle",
        "This tool does not handle {value}. Use a supported kind of input or a different tool."),
+    # A URL argument whose scheme the tool does not take ('URL protocol "" is not allowed'): a fixable argument, not
+    # a denial of access.
+    _p(r"\b(?:url |uri |link )?(?:protocol|scheme) (?:<value> |\"[^\"\n]{0,20}\" |'[^'\n]{0,20}' |"
+       r"[a-z][\w+.-]{0,15}:(?://)? )?(?:is )?not (?:allowed|supported|permitted)\b|"
+       r"\bonly https?:// (?:and https?:// )?(?:urls? )?(?:are|is) "
+       r"(?:supported|allowed)\b", _V, "a URL argument with a scheme the tool does not take",
+       "{value}. Pass a URL with a scheme this tool takes, for example https://."),
     # Where a path or an address points (outside the allowed directories, a private address): the tool works for
     # others, so the model may pass another one or ask the user (never stop, which gives up on the tool). Each
     # pattern is one of the next row's, so the code is the same.
     _p(r"outside (?:of )?(?:the )?allowed(?! range)|not in the allowed|not on the allow|not a public address|"
-       r"non-public address|private address|loopback (?:address|host|ip)|blocks requests to|\bSSRF\b|"
+       r"non-public address|(?:private|internal|reserved|link-local)(?:/[\w-]+)? (?:ip |network )?address(?:es)?|"
+       r"loopback (?:address|host|ip)|blocks requests to|\bSSRF\b|"
        r"path traversal|(?:outside|escapes?|beyond) (?:of )?(?:the )?(?:\w+ )?(?:sandbox|workspace|root|"
        r"base director(?:y|ies))|allowed director(?:y|ies)|denied to (?:\w+[ _])?path\b|"
        r"access[ _-]?denied\b[^\n]{0,120}?\bnot within\b",
@@ -129,7 +137,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\brequires (?:the )?--?allow[\w-]* (?:flag|option|setting)\b|not in the allowed|not on the allow|"
        r"not permitted|"
        r"(?:do|does|did)(?: not|n't) have (?:the )?(?:\w+ )?(?:permission|access|rights)|no permission|"
-       r"not a member of|not a public address|non-public address|private address|loopback (?:address|host|ip)|"
+       r"not a member of|not a public address|non-public address|(?:private|internal|reserved|link-local)(?:/[\w-]+)? (?:ip |network )?address(?:es)?|"
+       r"loopback (?:address|host|ip)|"
        r"blocks requests to|denied to|"
        r"not authori[sz]ed (?:to|on|for)\b|is not authori[sz]ed|\bnot accessible by\b|"
        r"\b(?:operations?|writes?|deletes?|updates?|inserts?) (?:are|is) disabled\b|"

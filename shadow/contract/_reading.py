@@ -126,11 +126,20 @@ def _read_masked(masked: str) -> Phrase | None:
         return found
     inner = _unwrapped(masked)
     texts = (inner, masked) if inner != masked and inner.strip() else (masked,)
+    if len(texts) == 2 and _SERVICE_OPENING.search(masked[:len(masked) - len(inner)]):
+        texts = (masked, inner)  # "DNS error: no records found for host": the opening names the failure
     for rows in (_WORD_ROWS, _STATUS_ROWS):
         for text in texts:
             if (found := _first_in_main(text, rows)) is not None:
                 return found
     return None
+
+
+#: A wrapper opening that names a failed service ("DNS error:", "Connection error:"): what follows is its detail,
+#: never a reading of its own ("no records found" is the DNS answer, not a missing thing).
+_SERVICE_OPENING: Final = re.compile(
+    r"\bDNS\b|\bresolv(?:e|ing)\b|\bconnect(?:ion|ing)?\b|\bnetwork\b|\bsocket\b|\bgateway\b|\bupstream\b",
+    re.IGNORECASE)
 
 
 def _unwrapped(masked: str) -> str:

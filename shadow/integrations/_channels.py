@@ -94,6 +94,23 @@ def raised(exc: BaseException, payload: Payload, deliver: Callable[[Payload], An
     return carried(exc, payload)
 
 
+class Served:
+    """A delivery for a framework with no error channel of its own for a tool's exception (the Agents SDK: its
+    failure function would replace the payload with a generic line): every exception is served as its payload, a
+    ``RERAISED`` one of another framework (PydanticAI's ``ModelRetry`` in an Agents SDK tool) too."""
+
+    __slots__ = ("serve",)
+
+    def __init__(self, serve: Callable[[Payload], Any]) -> None:
+        self.serve = serve
+
+    def __call__(self, payload: Payload) -> Any:
+        return self.serve(payload)
+
+    def raised(self, exc: BaseException, payload: Payload) -> None:
+        return None
+
+
 class Fatal:
     """A delivery for a tool whose framework was told to let its exceptions end the run (the Agents SDK's
     ``failure_error_function=None``): an exception is raised again, unchanged, after its record is made."""

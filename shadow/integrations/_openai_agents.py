@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from shadow.contract._rules import Rules
-from shadow.integrations._channels import Fatal
+from shadow.integrations._channels import Fatal, Served
 from shadow.integrations._serve import ShadowOptions, check_function, payload_json
 from shadow.typing import FlagSource
 
@@ -34,7 +34,7 @@ def openai_agents_tool(
         shadow = ShadowOptions(name=name, rules=rules, idempotent=idempotent, flags=flags, ignore=ignore,
                                awaits=False, shows=False)
         fatal = "failure_error_function" in options and options["failure_error_function"] is None
-        wrapper = shadow.wrap(function, Fatal(payload_json) if fatal else payload_json)
+        wrapper = shadow.wrap(function, Fatal(payload_json) if fatal else Served(payload_json))
         made = function_tool(wrapper, name_override=name, **options)
         if getattr(made, "output_json_schema", None) is not None:
             raise TypeError(

@@ -257,6 +257,8 @@ def test_an_mcp_result_dict_is_logged_as_an_error_in_shadow_mode() -> None:
         "Error: Access denied to file_path: ../../etc/passwd. Permission granted exclusively to the current working "
         "directory",  # LangChain's FileManagementToolkit
         {"error": "host resolves to a non-public address (127.0.0.1)"},
+        {"error": "Failed to fetch http://127.0.0.1:9/admin: Access to private/internal IP address (127.0.0.1) is "
+                  "blocked."},  # pydantic-ai's web_fetch
         "Access denied - path outside allowed directories: /etc/hosts not in /home/dana/projects",
         "Error: Access denied: path /etc/passwd (canonical: /etc/passwd) is not within any of the configured "
         "workspace roots.",

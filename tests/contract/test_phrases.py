@@ -42,6 +42,16 @@ from shadow.contract._reading import propose
     ("Error: patient P-1246 has no mobile number on file", Code.FAILED_PRECONDITION),
     ("Error: cannot book in the past (2025-02-28)", Code.VALIDATION_ERROR),
     ("Error: no patient P-1999", Code.NOT_FOUND),
+    # web tools offline (an outside check: ddgs and pydantic-ai's web_fetch): the failed lookup, not a missing thing
+    ("DNSError('error sending request for url (https://html.duckduckgo.com/html/) > error resolving DNS > DNS error: "
+     "no records found for Query { name: Name(\"html.duckduckgo.com.\") }')", Code.UPSTREAM_UNAVAILABLE),
+    ("error resolving DNS > DNS error: no records found for host", Code.UPSTREAM_UNAVAILABLE),
+    ("Error: Failed to fetch https://h.invalid/?q=1: DNS resolution failed", Code.UPSTREAM_UNAVAILABLE),
+    ('Failed to fetch not a url: URL protocol "" is not allowed. Only http:// and https:// are supported.',
+     Code.VALIDATION_ERROR),  # a fixable argument, not a denial of access
+    ("unsupported URL scheme 'ftp'", Code.UNSUPPORTED_INPUT),
+    ("Failed to fetch http://127.0.0.1:9/admin: Access to private/internal IP address (127.0.0.1) is blocked.",
+     Code.PERMISSION_DENIED),
 ])
 def test_each_phrase_reads_as_its_code(text: str, code: Code) -> None:
     found = propose(text)

@@ -227,3 +227,38 @@ def test_options_that_change_no_result_shape_serve_the_payload_in_cutover(flags:
     (seen,) = [i["output"] for i in model.calls[1].input if isinstance(i, dict) and i.get("type") ==
                "function_call_output"]
     assert served_error(seen)["code"] == "not_found"
+
+
+def test_another_frameworks_retry_raised_in_an_agents_sdk_tool_reaches_the_model_as_its_payload(
+        flags: InMemoryFlags, log: InMemoryStore) -> None:
+    """pydantic-ai's web_fetch inside an Agents SDK tool raised ``ModelRetry``: shadow re-raised it for PydanticAI's
+    channel, and the SDK's failure function replaced it with "An error occurred while running the tool"."""
+    from agents import Agent as SdkAgent
+    from agents import Runner, function_tool, set_trace_processors
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from shadow.integrations import shadow_agent
+
+    set_trace_processors([])
+
+    @openai_agents_tool(flags=flags)
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        raise ModelRetry(f'Failed to fetch {url}: URL protocol "" is not allowed.')
+
+    @function_tool
+    def fetch_raw(url: str) -> str:
+        """Fetch a URL."""
+        raise ModelRetry(f'Failed to fetch {url}: URL protocol "" is not allowed.')
+
+    layer = shadow_agent(SdkAgent(name="layer", tools=[fetch_raw]), flags=flags)
+    for name, tools in (("fetch", [fetch]), ("fetch_raw", layer.tools)):
+        flags.set(name, "cutover")
+        model = ScriptedModel([ModelStep(output=[function_call(name, {"url": "not a url"}, call_id="c1")]),
+                               ModelStep(output=[assistant_message("done")])])
+        asyncio.run(Runner.run(SdkAgent(name="a", model=model, tools=tools), "go"))
+        (seen,) = [i["output"] for i in model.calls[1].input if isinstance(i, dict) and i.get("type") ==
+                   "function_call_output"]
+        error = served_error(seen)
+        assert (error["code"], error["next_action"]) == ("validation_error", "ask_user")
+        assert "URL protocol" in error["message"]
