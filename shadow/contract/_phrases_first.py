@@ -68,7 +68,8 @@ FIRST_ROWS: Final[tuple[Phrase, ...]] = (
        _FP, "the result the call asks for is still being made", "{value} is not ready yet. Wait, then make the "
        "identical call again."),
     _p(r"\bDNS ?(?:error|failure|lookup (?:error|failed|failure)|resolution (?:error|failed|failure))\b|"
-       r"\berror resolving (?:DNS|host(?:name)?)\b|\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI[ _]AGAIN\b|getaddrinfo|socket hang up|\bECONNABORTED\b|"
+       r"\berror resolving (?:DNS|host(?:name)?)\b|\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bEAI[ _]AGAIN\b|"
+       r"getaddrinfo|socket hang up|\bECONNABORTED\b|"
        r"\bnetwork ?error\b|\bis (?:currently )?offline\b|(?:under|in|down for) maintenance|upstream (?:error|failure)|"
        r"^\s*(?:failed|unable) to (?:start|check|reach|contact|load|fetch|get|retrieve|complete|send|run|perform|"
        r"communicate)\b[^.!\n]{0,80}[.!]\s*(?:please )?try again\b|(?:returned|gave|sent) (?:an? )?(?:empty|"
