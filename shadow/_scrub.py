@@ -43,7 +43,8 @@ _AT_WORD_SOURCE: Final = (
     r"|(?:bearer|basic)\s+[a-z0-9._~+/=-]{8,}"
     r"|(?P<curl>curl\b[^\r\n]*?\s(?:-u|--user)[\s=]+)(?P<cq>[\"'])?(?(cq)[^\"'\r\n]+|\S+)"
     r"|(?P<xml>key\s*=\s*\"[^\"]*(?:password|secret|token|apikey)[^\"]*\"\s+value\s*=\s*\")[^\"]*"
-    r"|(?P<kv>" + _KEYWORD + r"\w*[\"'\]]{0,2}\s*(?::=|=>|[:=])\s*)(?P<q>[\"'`])?(?(q)[^\"'`\r\n]+|[^\s\"',;&}]+)"
+    r"|(?P<kv>" + _KEYWORD + r"\w*[\"'\]]{0,2}\s*(?::=|=>|[:=])\s*)(?P<q>[\"'`])?"
+    r"(?(q)[^\"'`\r\n]+|[^\s\"',;&}]*[^\s\"',;&}:.])"  # unquoted: never the colon or full stop after it
     r"|(?P<prose>(?<![a-z])" + _PROSE_WORD + r"s?(?:\s+for\s+\S+)?(?:\s+(?:is|was|will\s+be|has\s+been|set\s+to"
     r"|changed\s+to|reset\s+to|now))+\s+)(?P<pq>[\"'`])?(?P<pv>(?(pq)[^\"'`\r\n]+|[^\s\"',;]+))"
 )
@@ -97,7 +98,7 @@ _STARTING: Final = (
     ("sh", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
     # AI providers
     ("sk", r"sk-(?:ant-|proj-|svcacct-|admin-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{12,}"), ("hf", r"hf_[A-Za-z0-9]{30,}"),
-    ("ap", r"api_org_[A-Za-z]{30,}"),
+    ("ap", r"api_org_[A-Za-z]{30,}"), ("tv", r"tvly-(?:dev-|prod-)?(?=[A-Za-z-]*\d)[A-Za-z0-9]{20,}"),
     # code hosting, CI, registries
     ("gh", r"gh[pousr]_[A-Za-z0-9]{20,}"), ("gi", r"github_pat_\w{22,}"),
     ("gl", r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-[A-Za-z0-9_.-]{16,}"), ("GR", r"GR1348941[\w-]{20,}"),

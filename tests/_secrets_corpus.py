@@ -49,6 +49,7 @@ CORPUS: Final[list[tuple[str, str | None, str, str]]] = [
      "T3BlbkFJQr8sTu1vWx4yZa7bCd0e"),
     ("openai_sk_proj", None, "openai key sk-proj-Xq9Lm2Zr7TwPv4B8nC3d invalid", "Xq9Lm2Zr7TwPv4B8nC3d"),
     ("anthropic_sk_ant", None, "claude key sk-ant-api03-Qp8Lx3Zm7Rt2Vw9Nb4Cy bad", "Qp8Lx3Zm7Rt2Vw9Nb4Cy"),
+    ("tavily_key", None, "weather tvly-dev-Q7fKa8Bc9De0Fg1Hi2Jk3Lm4", "Q7fKa8Bc9De0Fg1Hi2Jk3Lm4"),
     ("pem_rsa", "PrivateKeyDetector", f"-----BEGIN RSA PRIVATE KEY-----\n{_PEM}\n-----END RSA PRIVATE KEY-----", _PEM),
     ("pem_openssh", "PrivateKeyDetector",
      f"-----BEGIN OPENSSH PRIVATE KEY-----\n{_OPENSSH}\n-----END OPENSSH PRIVATE KEY-----", _OPENSSH),

@@ -48,6 +48,13 @@ def test_credential_shaped_text_is_scrubbed(name: str, text: str, needle: str) -
     assert needle not in dumps(to_jsonable({"note": f"before {text} after", "items": [text]}))
 
 
+def test_a_redacted_value_keeps_the_punctuation_after_it() -> None:
+    """A fetch error's "...?api_key=KEY: DNS resolution failed" lost its colon with the key."""
+    assert scrub_text("GET https://h.invalid/?api_key=Zq8Lm3Xp7Rt2Vw9Nb4Cy: DNS resolution failed") == (
+        f"GET https://h.invalid/?api_key={REDACTED}: DNS resolution failed")
+    assert scrub_text("token=Zq8Lm3Xp7Rt2Vw9Nb4Cy. Try again") == f"token={REDACTED}. Try again"
+
+
 def test_ordinary_text_is_left_alone() -> None:
     for text in ("Bad request: due_date must be a date", "ratio=3, count: 5", "see https://example.com/a?b=c",
                  "time 12:30:45", "http://user@host/x", "monkey=3", "task 7", "2025-03-14"):
