@@ -168,6 +168,12 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     _p(r"unique constraint|(?<!contains )(?<!contain )(?<!has )\bduplicate (?:key|entry)\b", Code.ALREADY_EXISTS,
        "a unique key the call uses is taken", "{value} is taken by an existing row. Use another or ask the user.",
        NextAction.ASK_USER),
+    # A name taken ("a branch named 'feature' already exists"): the thing under that name is not known to be the
+    # one the call meant; the model may choose another name, use the one there, or ask (never stop).
+    _p(r"\b(?:named|called|with (?:the )?(?:same )?name|(?:the )?name)\b[^.\n]{0,60}?\b(?:already exists|exists "
+       r"already)\b", Code.ALREADY_EXISTS, "a name the call uses is taken",
+       "{value}: the name is taken. Choose another name, use the existing one, or ask the user.",
+       NextAction.ASK_USER),
     _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|(?<!contains )(?<!contain )(?<!has )\bduplicate (?:key|entry|"
        r"entries|name|value|id|record|row|column|"
        r"item|index|title|label|email|username)s?\b|\bis a duplicate\b|\bduplicates? (?:found|detected|exists?)\b|"

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from shadow.contract._author import fit_message
 from shadow.contract._codes import Code
+from shadow.contract._payloads import MAX_MESSAGE_CHARS
 from shadow.contract._rules import ExceptionRule, ResultRule, Rules, error_text, looks_like_error
 
 #: The prefix the MCP Python SDK puts before a tool's error text.
@@ -140,18 +141,32 @@ def _input_validation_message(value: object) -> str:
     """The field and what is wrong with it, from the SDK's text; else the text itself, which names them in the
     validator's words (a generic message would tell the model less than legacy did)."""
     text = error_text(value) or ""
-    issues = [f"{field[:60]}: {problem[:80]}" for field, problem in itertools.islice(_zod_issues(text), 3)]
+    found_issues = list(itertools.islice(_zod_issues(text), 3))
+    room = 200 if len(found_issues) == 1 else 80  # one issue may say more
+    issues = [f"{_short(field, 60)}: {_short(problem, room)}" for field, problem in found_issues]
     found = _validation_context(value)
     if found and not issues:
-        issues = [f"{found['field'][:80]}: {found['problem'][:120]}"]
-    if issues:
+        issues = [f"{_short(found['field'], 80)}: {_short(found['problem'], 160)}"]
+    while issues:
         which = "that argument" if len(issues) == 1 else "those arguments"
-        return (f"The arguments do not match the tool's input schema ({'; '.join(issues)}). Correct {which}, for "
+        said = (f"The arguments do not match the tool's input schema ({'; '.join(issues)}). Correct {which}, for "
                 "example as the tool's input schema describes it.")
+        if len(said) <= MAX_MESSAGE_CHARS:
+            return said
+        issues.pop()  # the first issues that fit: the model fixes those and hears of the rest next
     own = _INPUT_VALIDATION.match(text)
     words = fit_message(own.group("problem")) if own is not None else None
     return words or ("The arguments do not match the tool's input schema. Correct them, for example as the tool's "
                      "input schema describes it.")
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut after a word with an ellipsis (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def _tool_context(value: object) -> dict[str, Any]:

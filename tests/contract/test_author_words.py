@@ -345,3 +345,16 @@ def test_a_detail_that_already_says_the_text_is_served_alone_not_after_it() -> N
     found = Rules.default().translate_result({"success": False, "error": "File not found: sales.csv",
                                               "message": "Invalid file path: File not found: sales.csv"})
     assert found is not None and found.error.message == "Invalid file path: File not found: sales.csv"
+
+
+def test_a_name_taken_asks_for_another_never_stop() -> None:
+    """@cyanheads/git-mcp-server's git_branch: ``stop`` gave up on a tool that also lists and deletes branches."""
+    legacy = ("Error: Git branch failed: Exit Code: 128\nStderr: fatal: a branch named 'feature' already exists\n\n"
+              "Stdout: ")
+    found = Rules.default().translate_result(legacy)
+    assert found is not None
+    body = found.error.payload()["error"]
+    assert (body["code"], body["next_action"]) == ("already_exists", "ask_user")
+    assert "a branch named 'feature' already exists" in body["message"]
+    done = Rules.default().translate_result({"error": "Order ORD-1 already exists"})
+    assert done is not None and done.error.next_action.value == "stop"  # the work is done: not a name

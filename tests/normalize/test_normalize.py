@@ -366,6 +366,21 @@ def test_the_typescript_sdks_zod_issues_keep_their_fields_and_problems_in_the_me
     assert bare is not None and bare.error.message == "Invalid arguments for tool x: Expected object"
 
 
+def test_a_long_zod_problem_is_cut_after_a_word_and_many_issues_still_fit_the_message() -> None:
+    """@cyanheads/git-mcp-server's git_clean: "(or use dryRun to previe)"; four long issues made the rule fail."""
+    text = ("MCP error -32602: Input validation error: Invalid arguments for tool git_clean: force flag must be set "
+            "to true to clean untracked files (or use dryRun to preview) at force")
+    found = MCP_RULES.translate_result(normalize.tool_text_value(text, is_error=True))
+    assert found is not None and "(or use dryRun to preview))." in found.error.message
+    long = "is described in a sentence that goes on and on well past any sensible limit for one short message"
+    text = "Input validation error: Invalid arguments for tool x:\n" + "\n".join(
+        f"field {i} {long} at field_{i}_with_a_rather_long_name" for i in range(4))
+    found = MCP_RULES.translate_result(normalize.tool_text_value(text, is_error=True))
+    assert found is not None and found.rule == "mcp:input-validation"
+    assert "field_0_with_a_rather_long_name: field 0 is described" in found.error.message
+    assert "…" in found.error.message and "goes on and o…" not in found.error.message
+
+
 def test_unknown_tool_and_a_bare_crash_are_mapped() -> None:
     assert mcp_code("Unknown tool: search_everything")[:2] == ("not_found", "mcp:unknown-tool")
     assert mcp_code("Error executing tool boom")[:2] == ("internal_error", "mcp:crash")
