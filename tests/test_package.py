@@ -63,6 +63,20 @@ def test_shadow_describe_prints_each_format() -> None:
     assert "yaml" in bad.output
 
 
+
+def test_shadow_describe_brief_names_every_code_and_next_action_in_a_third_of_the_words() -> None:
+    result = CliRunner().invoke(app, ["describe", "--brief"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == describe(fmt="brief")
+    for row in CODE_TABLE.values():
+        assert row.code.value in result.stdout
+    for action in ("retry", "ask_user", "stop"):
+        assert f"{action}: " in result.stdout
+    assert len(result.stdout) * 2.5 < len(describe())
+    refused = CliRunner().invoke(app, ["describe", "--brief", "--format", "json"])
+    assert refused.exit_code == 2 and "leave out --format json" in refused.output
+
+
 def test_every_command_help_carries_an_example() -> None:
     import typer.main
 

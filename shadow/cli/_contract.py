@@ -47,6 +47,10 @@ def describe(
         "--not-idempotent", help="The tool is wrapped with idempotent=False: its service failures are ask_user "
         "(with --tool this is also read from its log)."
     )] = False,
+    brief: Annotated[bool, typer.Option(
+        "--brief", help="The paragraph in about a third of the words (the shape, the next actions, the codes by "
+        "name), for descriptions sent with every request: what shadow proxy adds to each tool by default."
+    )] = False,
     db_url: DbUrlOption = None,
     db_alias: DbAliasOption = None,
 ) -> None:
@@ -63,6 +67,11 @@ def describe(
     elif inventory is not None:
         fail("--inventory goes with --tool; for example: shadow describe --tool create_task --inventory inv.json")
     shape: DescribeShape = "json" if fmt is Format.json else "markdown" if fmt is Format.markdown else "text"
+    if brief:
+        if fmt not in (Format.table, Format.text):
+            fail(f"--brief is one plain paragraph; leave out --format {fmt.value}, for example: "
+                 "shadow describe --brief")
+        shape = "brief"
     typer.echo(describe_codes(codes, fmt=shape, idempotent=idempotent and not not_idempotent), nl=False)
 
 

@@ -107,6 +107,14 @@ def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> NoReturn:
     raise SystemExit(128 + signal.SIGTERM)  # runs the writer's exit flush
 
 
+class ProxyParagraph(StrEnum):
+    """``shadow proxy --paragraph``: what a cutover tool's description ends with."""
+
+    brief = "brief"
+    full = "full"
+    none = "none"
+
+
 @app.command(context_settings={"allow_interspersed_args": False})
 def proxy(
     command: Annotated[list[str], typer.Argument(
@@ -121,6 +129,11 @@ def proxy(
     start_timeout: Annotated[float, typer.Option(
         "--start-timeout", min=0.01, help="Seconds the server may take to start and finish the MCP handshake.")]
     = 30.0,
+    paragraph: Annotated[ProxyParagraph, typer.Option(
+        "--paragraph", help="What a cutover tool's description ends with: the codes paragraph in brief (about 700 "
+                            "characters), in full (shadow describe, about 2,000), or none (when your system "
+                            "prompt carries it). Every tool's description is sent with every request.")]
+    = ProxyParagraph.brief,
     db_url: DbUrlOption = None,
     db_alias: DbAliasOption = None,
 ) -> None:
@@ -149,7 +162,8 @@ def proxy(
     configure(db_url=store_url(db_url, db_alias))  # the flags and the call log of this process
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        anyio.run(lambda: serve(command, name=name, rules=loaded, timeout=timeout, start_timeout=start_timeout))
+        anyio.run(lambda: serve(command, name=name, rules=loaded, timeout=timeout, start_timeout=start_timeout,
+                                paragraph=paragraph.value))
     except ProxyStartError as exc:
         text = str(exc)
         bad_command = "was not found" in text or "is not executable" in text

@@ -16,7 +16,7 @@ from shadow.contract._codes import (
     NextAction,
 )
 
-Format = Literal["text", "markdown", "json"]
+Format = Literal["text", "markdown", "json", "brief"]
 
 
 def _rows(codes: Iterable[Code | str] | None, idempotent: bool) -> list[CodeSpec]:
@@ -52,6 +52,8 @@ def describe(codes: Iterable[Code | str] | None = None, *, fmt: Format = "text",
             },
             indent=2,
         ) + "\n"
+    if fmt == "brief":
+        return _brief(rows)
     intro = (
         'This tool returns JSON. Success: {"ok": true, "data": ...}. Failure: {"ok": false, "error": {"code", '
         '"message", "retryable", "next_action", "context"}}. Read error.message for the remedy and follow '
@@ -70,6 +72,15 @@ def describe(codes: Iterable[Code | str] | None = None, *, fmt: Format = "text",
     lines.append(codes_intro)
     lines += [f"  {r.code.value} [{r.next_action.value}]: {r.meaning}." for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def _brief(rows: list[CodeSpec]) -> str:
+    """The paragraph in about a third of the words, for a description the model reads with every request (each
+    tool of a server): the shape, the three next actions, the codes by name; each payload's message says the rest."""
+    actions = " ".join(f"{a.value}: {m}." for a, m in NEXT_ACTION_MEANINGS.items())
+    return ('Returns JSON: {"ok": true, "data": ...} or {"ok": false, "error": {"code", "message", "retryable", '
+            '"next_action", "context"}}. On an error, read its message for the remedy and follow its next_action. '
+            f"{actions} Codes: {', '.join(r.code.value for r in rows)}.\n")
 
 
 def markdown_table() -> str:

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TextIO
+from typing import Any, Final, Literal, TextIO
 
 import anyio
 import anyio.abc
@@ -91,11 +91,18 @@ def is_idempotent(tool: types.Tool | None) -> bool:
     return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
 
 
-def cutover_tool(tool: types.Tool) -> types.Tool:
+#: What a cutover tool's description ends with: the codes paragraph in brief (the default: the model reads every
+#: tool's description with every request), in full (``shadow describe``), or nothing (it is in the system prompt).
+Paragraph = Literal["brief", "full", "none"]
+
+
+def cutover_tool(tool: types.Tool, paragraph: Paragraph = "brief") -> types.Tool:
     """The tool as served in cutover: its description carries the codes paragraph, its output schema the contract."""
-    paragraph = describe().strip()
-    description = f"{tool.description.rstrip()}\n\n{paragraph}" if tool.description else paragraph
-    return tool.model_copy(update={"description": description, "output_schema": schema()})
+    update: dict[str, Any] = {"output_schema": schema()}
+    if paragraph != "none":
+        text = describe(fmt="brief" if paragraph == "brief" else "text").strip()
+        update["description"] = f"{tool.description.rstrip()}\n\n{text}" if tool.description else text
+    return tool.model_copy(update=update)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -133,8 +140,10 @@ class ShadowProxy:
     """Serves the child's tools: per tool the flag decides what the client receives; every call is logged."""
 
     def __init__(self, name: str, upstream: Upstream, *, rules: Rules | None = None,
-                 flags: FlagSource | None = None, session_id: str | None = None) -> None:
+                 flags: FlagSource | None = None, session_id: str | None = None,
+                 paragraph: Paragraph = "brief") -> None:
         self.name = name
+        self.paragraph: Paragraph = paragraph
         self.upstream = upstream
         self.rules = proxy_rules(rules)
         self.flags = flags
@@ -177,7 +186,8 @@ class ShadowProxy:
         self.tools = {tool.name: tool for tool in tools}
         self._specs.clear()
         return types.ListToolsResult(
-            tools=[cutover_tool(tool) if self._served_structured(tool.name) else tool for tool in tools])
+            tools=[cutover_tool(tool, self.paragraph) if self._served_structured(tool.name) else tool
+                   for tool in tools])
 
     def _begin(self, tool: str) -> tuple[Mode, Variant, int] | None:
         try:
@@ -319,7 +329,7 @@ class ShadowProxy:
 async def serve(
     command: Sequence[str], *, name: str, rules: Rules | None = None, timeout: float = DEFAULT_TIMEOUT,
     start_timeout: float = DEFAULT_START_TIMEOUT, flags: FlagSource | None = None,
-    env: Mapping[str, str] | None = None, errlog: TextIO = sys.stderr,
+    env: Mapping[str, str] | None = None, errlog: TextIO = sys.stderr, paragraph: Paragraph = "brief",
 ) -> None:
     """Run the proxy on this process's stdin and stdout until the client disconnects.
 
@@ -334,7 +344,7 @@ async def serve(
     try:
         async with anyio.create_task_group() as group:
             init = await upstream.start(group)
-            proxy = ShadowProxy(name, upstream, rules=rules, flags=flags)
+            proxy = ShadowProxy(name, upstream, rules=rules, flags=flags, paragraph=paragraph)
             await anyio.to_thread.run_sync(_warm_up, proxy)
             log.info("proxy_started", name=name, command=upstream.command, session_id=proxy.session_id)
             server = proxy.server(init)

@@ -150,12 +150,37 @@ def test_shadow_mode_passes_results_through_and_logs_the_structured_payload(dire
     assert (end["seq"], end["kind"], end["source"], end["session_id"]) == (13, "end", "proxy", calls[0]["session_id"])
 
 
+def test_the_codes_paragraph_a_cutover_tool_carries_is_brief_by_default_full_or_none_on_request(
+        tmp_path: Path) -> None:
+    """28 tools of @cyanheads/git-mcp-server went from 4,604 to 62,284 characters of descriptions in cutover: the
+    full paragraph on every tool, sent with every request."""
+    descriptions = {}
+    for choice in ("brief", "full", "none", "legacy"):
+        (tmp_path / choice).mkdir()
+    for choice in ("brief", "full", "none"):
+        seen = drive(proxy_command("--paragraph", choice), environment(tmp_path / choice, "*=cutover"), [],
+                     tmp_path / f"{choice}.log")
+        descriptions[choice] = {t.name: t.description or "" for t in seen.tools}
+    legacy = drive(proxy_command(), environment(tmp_path / "legacy", "*=legacy"), [], tmp_path / "legacy.log")
+    for tool in legacy.tools:
+        own = (tool.description or "").rstrip()
+        assert descriptions["none"][tool.name] == (tool.description or "")
+        assert descriptions["brief"][tool.name].startswith(own)
+        assert descriptions["brief"][tool.name].endswith(describe(fmt="brief").strip())
+        assert descriptions["full"][tool.name].endswith(describe().strip())
+        added = {k: len(d[tool.name]) - len(own) for k, d in descriptions.items()}
+        assert added["brief"] * 2.5 < added["full"]
+    brief = describe(fmt="brief")
+    for word in ("retry", "ask_user", "stop", "rejected", "internal_error", '"next_action"'):
+        assert word in brief
+
+
 def test_cutover_serves_the_structured_payload_and_keeps_serving_after_a_crash(tmp_path: Path) -> None:
     steps = [("add", {"a": 1, "b": 2}), INVALID_ADD, ("find_user", {"user_id": "7"}), ("book", {"slot": "9am"}),
              ("boom", {}), ("nope", {}), ("rpc_error", {}), ("add", {"a": 2, "b": 2}), ("pid", {}),
              ("crash", {}), ("pid", {})]
     seen = drive(proxy_command(), environment(tmp_path, "*=cutover"), steps, tmp_path / "err.log")
-    paragraph = describe().strip()
+    paragraph = describe(fmt="brief").strip()
     for listed in seen.tools:
         assert listed.description is not None and listed.description.endswith(paragraph)
         assert listed.output_schema == schema()
