@@ -171,5 +171,8 @@ def legacy_text(payload: object) -> tuple[str, str | None]:
 
 
 def _without_prefix(text: str) -> str:
+    """``text`` without the MCP SDK's prefix, and a JSON error object returned as text read for its message
+    (``'{"error": "Unsupported distribution: zipf"}'`` is one shape per message, not ``{"error":"<value>"}``)."""
     inner = mcp_error_value(text).get("error")
-    return inner if isinstance(inner, str) else text
+    text = inner if isinstance(inner, str) else text
+    return error_text(text) or text

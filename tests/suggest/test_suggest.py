@@ -241,3 +241,14 @@ def test_an_emitted_rule_keeps_the_phrases_own_next_action() -> None:
     found = rules.translate_exception(PermissionError("Path '/etc/group' is outside the allowed directories"))
     assert (found.error.code, found.error.next_action.value) == (Code.PERMISSION_DENIED, "ask_user")
     assert found.rule is not None and found.rule.startswith("suggest:")
+
+
+def test_a_json_error_object_returned_as_text_is_shaped_by_its_message() -> None:
+    """math-mcp returns '{"error": "..."}' as a text block: every such error was one shape, {"error":"<value>"}."""
+    for payload in ('{"error": "Unsupported distribution: zipf"}',
+                    {"content": [{"type": "text", "text": '{"error": "Unsupported distribution: zipf"}'}],
+                     "isError": False},
+                    'Error executing tool sample: {"error": "Unsupported distribution: zipf"}'):
+        text, _ = legacy_text(payload)
+        assert shape_of(text).text == "Unsupported distribution: <distribution>"
+    assert legacy_text('{"result": 3}')[0] == '{"result": 3}'
