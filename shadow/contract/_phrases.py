@@ -88,7 +88,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        Code.UNAUTHENTICATED,
        "credentials are missing, invalid or expired", "The credentials were not accepted. Ask the user to renew "
        "them."),
-    _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\b(?:queries|statements) (?:are|is) not "
+    _p(r"\bonly (?:\S+ ){1,4}(?:are|is) (?:allowed|supported|accepted)|\bunknown (?:\w+ )?(?:type|kind|format)\b"
+       r"[^\n]{0,80}\bsupported (?:types|kinds|formats)\b|\b(?:queries|statements) (?:are|is) not "
        r"allowed|illegal operation on a directory|\bEISDIR\b|unsupported (?:\w+ ){0,2}(?:format|type|media|file|"
        r"protocol|scheme|url|statement|encoding|language|kind|codec|charset|extension|code page)|not a supported|"
        r"\b\w+ tool (?:can ?not|cannot) (?:run|handle|process|read|open)\b|"
@@ -120,6 +121,13 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\bonly https?:// (?:and https?:// )?(?:urls? )?(?:are|is) "
        r"(?:supported|allowed)\b", _V, "a URL argument with a scheme the tool does not take",
        "{value}. Pass a URL with a scheme this tool takes, for example https://."),
+    # A parser's "not allowed here" (YAML's "mapping values are not allowed here") is about the text it read, and a
+    # size over the limit ("Access denied: File too large: 14MB exceeds 5MB") is the size: neither is a denial.
+    _p(r"\bnot allowed here\b", _V, "the text an argument holds does not parse",
+       "{value}: the text does not parse. Correct it and call again."),
+    _p(r"\b(?:file|payload|request|body|input|content|image|document|attachment|upload|message)s? (?:is |was )?"
+       r"too (?:large|big)\b", Code.PAYLOAD_TOO_LARGE, "the input is larger than allowed",
+       "The input is too large. Send a smaller one, for example fewer items per call."),
     # Where a path or an address points (outside the allowed directories, a private address): the tool works for
     # others, so the model may pass another one or ask the user (never stop, which gives up on the tool). Each
     # pattern is one of the next row's, so the code is the same.
@@ -128,7 +136,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"loopback (?:address|host|ip)|blocks requests to|\bSSRF\b|"
        r"path traversal|(?:outside|escapes?|beyond) (?:of )?(?:the )?(?:\w+ )?(?:sandbox|workspace|root|"
        r"base director(?:y|ies))|allowed director(?:y|ies)|denied to (?:\w+[ _])?path\b|"
-       r"access[ _-]?denied\b[^\n]{0,120}?\bnot within\b",
+       r"access[ _-]?denied\b[^\n]{0,120}?\bnot within\b|\bpoints? to a sensitive (?:director(?:y|ies)|file|path|"
+       r"location)\b",
        Code.PERMISSION_DENIED, "where a path or an address points is not allowed",
        "{value} is outside what this tool may reach. Pass one inside the allowed ones, or ask the user.",
        NextAction.ASK_USER),
@@ -215,7 +224,8 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        Code.INTERNAL_ERROR,
        "the tool's own code failed", "The tool failed unexpectedly. Tell the user the operation could not be "
        "completed."),
-    _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b|\btool (?:<value>|\S+) is not available\b|"
+    _p(r"\bunknown (?:or \w+ )?(?:tool|prompt|resource|function)\b(?! (?:type|kind|format)s?\b)|"
+       r"\btool (?:<value>|\S+) is not available\b|"
        r"\bno (?:open |active |such )?(?:\w+ ){0,2}named\b",
        _NF, "the tool, prompt or item the call names does not exist",
        "Nothing named {value} exists. Check the name, for example list what exists first."),
@@ -323,6 +333,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
        r"\binterrupted by (?:the )?user|(?:run|task|call|operation|execution) (?:was )?interrupted|user denied|"
        r"denied by (?:the )?user)(?![^.\n]{0,20}?\b(?:because|due to|since)\b|\s*:)",
        Code.CANCELLED, "the call was cancelled", "The call was cancelled. Do not repeat it unless the user asks."),
+    # A zod issue of a number, a date or a bigint over or under its bound is the value's range, not a size.
+    _p(r"\"code\": \"too[ _](?:big|small)\",[^}]{0,200}?\"type\": \"(?:number|bigint|date)\"", _V,
+       "a number argument outside its range", "{value}: a number argument is outside its range. Pass one within it."),
     _p(r"too large|too long|too big|exceeds (?:the )?(?:maximum|max|limit|allowed)|exceeds (?:\d+|<value>) ?"
        r"(?:bytes|characters|chars|tokens|items|kb|mb|kib|mib|gb|gib)\b|\bmax(?:imum)? \w+ exceeded|entity too large|"
        r"memory limit|out of memory|memory exhaustion|\bover the (?:\w+ ){0,2}limit\b|exceeded (?:the )?limit|"

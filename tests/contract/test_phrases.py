@@ -52,6 +52,17 @@ from shadow.contract._reading import propose
     ("unsupported URL scheme 'ftp'", Code.UNSUPPORTED_INPUT),
     ("Failed to fetch http://127.0.0.1:9/admin: Access to private/internal IP address (127.0.0.1) is blocked.",
      Code.PERMISSION_DENIED),
+    # generalised from the corpus's dev part
+    ("Error parsing TOML: inline tables are not allowed here", Code.VALIDATION_ERROR),  # the text, not a denial
+    ("Access denied: Document too large: 22MB exceeds limit of 10MB", Code.PAYLOAD_TOO_LARGE),
+    ("Path points to a sensitive directory: /home/dev/.ssh", Code.PERMISSION_DENIED),
+    ("Unknown output format 'docx'. Supported formats: pdf, html", Code.UNSUPPORTED_INPUT),
+    ("Unknown resource: invoices/77", Code.NOT_FOUND),
+    ('[{"code": "too_small", "minimum": 1, "type": "number", "message": "Number must be at least 1"}]',
+     Code.VALIDATION_ERROR),  # a range, not a size
+    ('[{"code": "too_big", "maximum": 100, "type": "array", "message": "Array must contain at most 100"}]',
+     Code.PAYLOAD_TOO_LARGE),
+    ("Page is not connected. The connection has been reset, retry the navigation.", Code.UPSTREAM_UNAVAILABLE),
 ])
 def test_each_phrase_reads_as_its_code(text: str, code: Code) -> None:
     found = propose(text)

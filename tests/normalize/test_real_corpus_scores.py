@@ -22,7 +22,7 @@ def test_the_dev_part_is_placed_with_few_wrong_codes() -> None:
     # dev-only round (a list of quoted options is masked as values): wrong 2.4% (28), unplaced 9.6% (114). With the
     # eleventh batch (1262 entries) after its dev-only round: wrong 2.5% (32), unplaced 9.7% (122); its new layers
     # went from 10 wrong, 15 unplaced of 72 to 4, 8, the older entries unchanged.
-    assert DEV.wrong_share <= 0.026
+    assert DEV.wrong_share <= 0.022
     assert DEV.unplaced_share <= 0.097
 
 
