@@ -13,8 +13,9 @@ from shadow.analytics._shapes import Quit, Shape, comparison
 #: What each share counts, as the report words it; ``{n}`` is the number of calls (``report_sessions``' $within).
 _WHAT: Final[dict[Quit, str]] = {
     "gives": "sessions ended right after an error",
-    "ends": "sessions ended within {n} calls of an error",
-    "stops": "errors answered with next_action stop after which the session ended within {n} calls",
+    "ends": "sessions ended within {n} calls of an error, without a later success of the tool,",
+    "stops": "errors answered with next_action stop after which the session ended within {n} calls, without a "
+             "later success of the tool,",
 }
 
 

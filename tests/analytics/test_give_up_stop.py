@@ -123,6 +123,49 @@ def test_the_report_shows_each_give_up_share_per_arm_with_its_interval(tmp_path:
     text = cli("--no-sync")
     assert text.returncode == 0, text.stderr
     flat = " ".join(text.stdout.split())
-    assert "give-ups: sessions ended within 3 calls of an error significantly more often in the structured arm" in flat
+    assert ("give-ups: sessions ended within 3 calls of an error, without a later success of the tool, significantly "
+            "more often in the structured arm") in flat
     assert "next_action stop after which the session ended within 3 calls" in flat
     assert flat.count("(95% CI ") >= 6  # each share per arm with its interval
+
+
+def _efficient(url: str, sessions: int = 600) -> None:
+    """After an error of ``cancel``, the legacy arm repeats the call twice, then repairs it, then does a few more
+    calls; the structured arm repairs it at once and ends two calls later: sooner after the error, and done."""
+    records: list[CallRecord | MarkRecord] = []
+    for s in range(sessions):
+        sid = f"task-{s}"
+        start = T0 + dt.timedelta(hours=s * 96 / sessions)
+        variant = "structured" if start >= CUTOVER and bucket(sid) <= 50 else "legacy"
+        calls: list[tuple[str, str, str]] = [("search", "s0", "ok"), ("cancel", "bad", "error")]
+        if variant == "legacy":
+            calls += [("cancel", "bad", "error"), ("cancel", "bad", "error"), ("cancel", "good", "ok"),
+                      ("search", "s1", "ok"), ("search", "s2", "ok"), ("notify", "n", "ok")]
+        else:
+            calls += [("cancel", "good", "ok"), ("notify", "n", "ok")]
+        ts = start
+        for seq, (tool, fp, outcome) in enumerate(calls, 1):
+            ts += dt.timedelta(seconds=2)
+            extra = {"code": "validation_error", "next_action": "ask_user"} if outcome == "error" else {}
+            records.append(_call(sid, seq, ts, tool, fp, outcome, variant, **extra))
+        records.append(MarkRecord(new_id(), sid, len(calls) + 1, ts + dt.timedelta(seconds=2), "end", "p", "h"))
+    SqlStore(url).write(records)
+    with db.engine(url).begin() as conn:
+        conn.execute(insert(tables.flag_audit), [
+            _audit("cancel", T0 - dt.timedelta(hours=1), None, ("shadow", 100)),
+            _audit("cancel", CUTOVER, ("shadow", 100), ("cutover", 50)),
+        ])
+
+
+def test_an_arm_that_gets_past_its_errors_sooner_is_not_held_for_ending_sooner(tmp_path: Path) -> None:
+    """An outside check's layer: every session succeeded after its error and ended, the structured arm two calls
+    after it (no loop), the legacy arm further on (after its repeats); "ended within 3 calls" held the tool."""
+    url = f"sqlite:///{tmp_path}/calls.db"
+    _efficient(url)
+    with Warehouse.open(tmp_path / "calls.duckdb") as wh:
+        wh.sync(url)
+        report = loop_rate_report(wh, tool="cancel")
+    [tool] = [t for t in report.by_tool if t.tool == "cancel"]
+    assert tool.comparison.test.verdict == "structured_lower"
+    assert tool.ended_soon is not None and tool.ended_soon.test.rate_b == 0.0
+    assert tool.recommendation is not None and tool.recommendation.action == "raise", tool.recommendation.reasons

@@ -55,7 +55,8 @@ epochs AS (
 -- every call): for each call the next call (marks skipped: a mark's call columns are NULL, and so is its id taken
 -- as a call's, which IGNORE NULLS passes over; the id is not carried through the sort twice) and the next event.
 call_stream AS (
-    SELECT session_id, epoch, seq, id, is_error,
+    SELECT session_id, epoch, seq, id, is_error, tool, is_ok,
+           ROW_NUMBER() OVER w AS position,
            LEAD(CASE WHEN is_mark = 0 THEN id END IGNORE NULLS) OVER w AS next_call_id,
            LEAD(ts IGNORE NULLS) OVER w AS next_ts,
            LEAD(tool IGNORE NULLS) OVER w = tool AS next_same_tool,
@@ -67,15 +68,23 @@ call_stream AS (
            SUM(1 - is_mark) OVER (PARTITION BY session_id) - SUM(1 - is_mark) OVER w AS calls_after
     FROM (
         SELECT session_id, epoch, seq, 0 AS is_mark, id, NULL AS kind, ts, tool, fingerprint,
-               outcome = 'error' AS is_error
+               outcome = 'error' AS is_error, outcome = 'ok' AS is_ok
         FROM scoped_calls
         UNION ALL
         SELECT session_id, epoch, seq, 1 AS is_mark, id, kind, NULL AS ts, NULL AS tool,
-               NULL AS fingerprint, false AS is_error
+               NULL AS fingerprint, false AS is_error, false AS is_ok
         FROM scoped_marks
         WHERE kind IN ('user_turn', 'end')
     ) AS events
     WINDOW w AS (PARTITION BY session_id ORDER BY epoch NULLS FIRST, seq, is_mark, id)
+),
+-- Where in its session each tool last succeeded (an aggregate, no second sort): an error followed by a success of its
+-- tool was got over, whatever the session did next.
+last_ok AS (
+    SELECT session_id, tool, MAX(position) AS position
+    FROM call_stream
+    WHERE is_ok
+    GROUP BY session_id, tool
 ),
 -- Runs of identical calls, from the few calls whose next call repeats them (the windows below sort only those): such
 -- a call starts a run unless it is the next call of the one before it. From a call, run_left counts the run's calls
@@ -120,6 +129,7 @@ error_gaps AS (
 errors AS (
     SELECT c.*, s.next_is_mark, s.next_kind, s.next_call_id, s.next_ts, s.next_same_tool, s.calls_after,
            COALESCE(s.next_same_call, false) AND NOT c.gap_after AS looped,
+           COALESCE(lo.position > s.position, false) AS ok_after,
            ru.run_left,
            CASE WHEN c.error_field IS NULL THEN NULL
                 WHEN c.arg_hashes IS NOT NULL
@@ -129,6 +139,7 @@ errors AS (
     FROM call_stream AS s
     JOIN error_gaps AS c ON c.id = s.id
     LEFT JOIN runs AS ru ON ru.id = s.id
+    LEFT JOIN last_ok AS lo ON lo.session_id = s.session_id AND lo.tool = s.tool
     WHERE s.is_error
 ),
 -- A repair after a validation_error naming a field: the next call's per-argument fingerprints, to compare.
@@ -180,7 +191,9 @@ SELECT
     END AS repair_field_changed,
     e.next_call_id,
     e.rules_fingerprint,
-    -- how many calls the session made after the error: the give-up guard's "ended within N calls"
-    CAST(e.calls_after AS INTEGER) AS calls_after
+    -- how many calls the session made after the error, and whether its tool succeeded later in the session: the
+    -- give-up guard's "ended within N calls of an error, its tool never succeeding after it"
+    CAST(e.calls_after AS INTEGER) AS calls_after,
+    e.ok_after
 FROM errors AS e
 LEFT JOIN named_repairs AS nr ON nr.id = e.id

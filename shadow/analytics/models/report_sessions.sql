@@ -9,9 +9,11 @@
 -- stops_a, stops_b, split_stops_a, split_stops_b, sessions): how many sessions had exactly that shape.
 -- Three ways of giving up after an error, each counted per arm like the loops:
 --   * gives: the session ended right after the error (follow-up 'end' or 'nothing'): the task was dropped;
---   * ends: the session made at most $within more calls after the error (of any tool), then had no more;
+--   * ends: the session made at most $within more calls after the error (of any tool), then had no more, and the
+--     erring tool never succeeded after it (a session that got past the error and ended was done, not given up:
+--     an arm that stops looping ends sooner after its errors);
 --   * stops: the error's reply said next_action 'stop' (served in the structured arm; in the legacy arm what the
---     shadow translation would have said) and the session ended within $within calls of it.
+--     shadow translation would have said) and the session ended within $within calls of it, likewise.
 -- Arm a is legacy, arm b structured;
 -- all_tools rows pool every tool (a session is then one cluster across tools). "split" counts only errors made
 -- while the tool's flag split sessions between the arms (mode 'cutover' with 0 < percent < 100): a randomised
@@ -19,7 +21,7 @@
 -- session bootstrap (resampling shapes is resampling sessions) and the two-arm test need.
 WITH filtered AS (
     SELECT e.id, e.tool, e.session_id, e.variant = 'structured' AS in_b, e.looped,
-           e.follow_up IN ('end', 'nothing') AS gave_up, e.calls_after, e.next_action,
+           e.follow_up IN ('end', 'nothing') AS gave_up, e.calls_after, e.ok_after, e.next_action,
            p.tool IS NOT NULL AS in_split
     FROM error_followups AS e
     -- a tool's flag periods do not overlap (each ends where the next starts), so an error is in one at most
@@ -32,8 +34,8 @@ WITH filtered AS (
 ),
 marked AS (
     SELECT tool, session_id, in_b, looped, gave_up, in_split,
-           calls_after <= $within AS ended,
-           calls_after <= $within AND COALESCE(next_action = 'stop', false) AS stopped
+           calls_after <= $within AND NOT ok_after AS ended,
+           calls_after <= $within AND NOT ok_after AND COALESCE(next_action = 'stop', false) AS stopped
     FROM filtered
 ),
 per_session AS (
