@@ -11,7 +11,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from shadow import _hostile, _scrub
@@ -303,18 +303,26 @@ def dumps(value: JSONValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def cap(value: JSONValue, max_bytes: int, *, max_string: int = 256) -> JSONValue:
-    """Bound ``value``'s canonical JSON to ``max_bytes``; a trimmed mapping says so under ``_truncated``."""
-    if _size(value) <= max_bytes:
+def cap(value: JSONValue, max_bytes: int, *, max_string: int = 256,
+        size_of: Callable[[JSONValue], int] | None = None) -> JSONValue:
+    """Bound ``value``'s canonical JSON to ``max_bytes``; a trimmed mapping says so under ``_truncated``.
+    ``size_of`` measures a value's canonical JSON (default ``dumps``; the writer's fast path passes orjson's, which
+    encodes plain values alike, many times faster)."""
+    measure = size_of or _size
+    if measure(value) <= max_bytes:
         return value
-    shortened = _shorten_strings(value, max_string)
-    if _size(shortened) <= max_bytes:
+    return cap_shortened(_shorten_strings(value, max_string), max_bytes, measure)
+
+
+def cap_shortened(shortened: JSONValue, max_bytes: int, measure: Callable[[JSONValue], int]) -> JSONValue:
+    """``cap`` of a value over ``max_bytes`` once its strings and lists are shortened (``shorten``)."""
+    if measure(shortened) <= max_bytes:
         return _mark(shortened)
     if isinstance(shortened, dict):
         kept: dict[str, JSONValue] = {TRUNCATED_KEY: True}
-        size = _size(kept)
+        size = measure(kept)
         for key, item in shortened.items():  # linear: each pair's size once (a comma and the pair)
-            extra = _size({key: item}) - 1
+            extra = measure({key: item}) - 1
             if size + extra <= max_bytes:
                 kept[key] = item
                 size += extra
@@ -328,6 +336,12 @@ def _mark(value: JSONValue) -> JSONValue:
     if isinstance(value, dict):
         return {TRUNCATED_KEY: True, **value}
     return value
+
+
+def shorten(value: Any, limit: int = 256) -> Any:
+    """``value`` with strings cut to ``limit`` characters and lists to their first 50 items (``cap``'s first
+    step): what of a value over its limit can be stored; anything else is left as it is."""
+    return _shorten_strings(value, limit)
 
 
 def _shorten_strings(value: JSONValue, limit: int) -> JSONValue:

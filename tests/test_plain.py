@@ -63,7 +63,21 @@ ERRORS: list[Any] = [{"error": "x"}, {"status": 404}, "Error: boom", {"error": "
                      {"error": "quota exceeded for today", "status": "failed"}, "Error: file not found: /tmp/x.txt"]
 
 
-@pytest.mark.parametrize("value", [*VALUES, *ERRORS])
+#: Values over the stored limits: a search tool's results, a mapping keyed by ids, a long text, results with a
+#: credential in an item cut away and in one kept, and a value whose kept part is not plain.
+BIG: list[Any] = [
+    [{"id": f"doc-{i}", "title": f"Title number {i} of the results", "score": i / 7} for i in range(2000)],
+    {f"user-{i}": {"name": f"User {i}", "active": i % 2 == 0} for i in range(3000)},
+    "x" * 60000,
+    [*({"id": i, "title": f"Title number {i} of the results"} for i in range(300)),
+     {"note": "sk-abc4defghijklmnopqrstu"}],
+    [{"note": "sk-abc4defghijklmnopqrstu"}, *({"id": i, "title": f"Title number {i} of the results"}
+                                              for i in range(300))],
+    [Mode.SHADOW, *range(5000)],
+]
+
+
+@pytest.mark.parametrize("value", [*VALUES, *ERRORS, *BIG])
 def test_the_fast_record_equals_the_general_record(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import inspect
 
@@ -111,3 +125,29 @@ def test_an_error_value_of_plain_json_is_recorded_without_the_general_conversion
     record = call.build()
     assert record.outcome == "error" and record.code is not None and record.schema_valid
     assert general == []
+
+
+@pytest.mark.parametrize("big", ["value", "args"])
+def test_a_value_over_its_limit_is_stored_capped_without_the_general_conversion(
+        big: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search tool's 2,000 results cost 70 ms a record through the general path, and ids as keys 120 ms: the
+    writer fell behind a burst and lost records with its store up (outside checks)."""
+    import inspect
+
+    results = [{"id": f"doc-{i}", "title": f"Title number {i} of the results"} for i in range(2000)]
+    by_id = {f"key{i}": i for i in range(5000)}
+    spec = pending.ToolSpec("legacy", signature=inspect.signature(_legacy))
+    call = pending.PendingCall(spec=spec, mode=Mode.SHADOW, variant=Variant.LEGACY, session_id="s", seq=1,
+                               started_ns=time.time_ns(), latency_ns=5000,
+                               args=("u-1", [by_id] if big == "args" else ["a"]), kwargs={},
+                               value=results if big == "value" else {"id": "u-1"})
+    general: list[object] = []
+    monkeypatch.setattr(pending, "to_jsonable", lambda v, **k: general.append(v) or to_jsonable(v, **k))
+    record = call.build()
+    assert general == []
+    if big == "value":
+        assert record.legacy_payload == results[:50]
+        assert record.new_payload == {"_truncated": True, "ok": True, "data": results[:50]}
+    else:
+        assert record.args == {"_truncated": True, "user_id": "u-1"}  # fields, too big, left out
+        assert record.arg_hashes is not None and set(record.arg_hashes) == {"user_id", "fields"}

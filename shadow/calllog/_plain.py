@@ -24,6 +24,7 @@ _MAX_DEPTH: Final = 20  # below both conversion depths (redaction 20, fingerprin
 _MAX_STRING: Final = 4096
 _SHORT: Final = _redact._SHORTEST  # shorter and without ":" or "=": scrub_text returns the text as it is
 _SORTED: Final = orjson.OPT_SORT_KEYS
+_MAX_KEYS: Final = 65536  # a mapping keyed by ids (a user's 20,000 keys) is read from here on its next call
 _secret_keys: dict[str, bool] = {}
 _plain_keys: set[str] = set()  # the keys of _secret_keys that are not secret: one membership test per key
 
@@ -33,10 +34,12 @@ def _secret(key: str) -> bool:
     found = _secret_keys.get(key)
     if found is None:
         found = is_secret_key(key) or hides_value(key) or scrub_text(key) != key
-        if len(_secret_keys) < 4096:
-            _secret_keys[key] = found
-            if not found:
-                _plain_keys.add(key)
+        if len(_secret_keys) >= _MAX_KEYS:  # ids used as keys never end: start again rather than stop learning
+            _secret_keys.clear()
+            _plain_keys.clear()
+        _secret_keys[key] = found
+        if not found:
+            _plain_keys.add(key)
     return found
 
 
@@ -114,6 +117,24 @@ def snapshot(value: JSONValue) -> tuple[JSONValue, int]:
 
 
 _keyed: tuple[bytes, Any] | None = None  # (key, a blake2b keyed with it): copied, not keyed anew, per hash
+
+
+def _size(value: JSONValue) -> int:
+    return len(orjson.dumps(value, option=_SORTED))
+
+
+def capped(value: JSONValue, max_bytes: int) -> JSONValue:
+    """``_redact.cap`` of a ``clean`` value, its sizes measured by orjson (as ``_redact.dumps`` encodes it)."""
+    return _redact.cap(value, max_bytes, size_of=_size)
+
+
+def capped_big(value: object, max_bytes: int) -> JSONValue | None:
+    """``capped`` of a value known to be over ``max_bytes``, checked ``clean`` only in what is kept of it (its
+    strings and lists shortened first: the items cut away are never scrubbed); None when that part is not clean."""
+    shortened = _redact.shorten(value)
+    if not clean(shortened):
+        return None
+    return _redact.cap_shortened(shortened, max_bytes, _size)
 
 
 def _hasher() -> Any:
