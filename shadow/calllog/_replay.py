@@ -35,11 +35,32 @@ class Replayer:
         self._batch: list[Record] | None = None
         self._next_scan = 0.0
 
-    def pending(self) -> bool:
-        """Whether spooled records wait to be stored: a file set aside or claimed, or the active spool file."""
-        if self._batch is not None or self._iter is not None or self.files:
+    def pending(self, *, own: bool = False) -> bool:
+        """Whether spooled records wait to be stored: a file set aside or claimed, or the active spool file;
+        ``own``: of this process only (a dead process's file claimed for replay left out)."""
+        if own:
+            if any(not f.orphan for f in self.files):
+                return True
+        elif self._batch is not None or self._iter is not None or self.files:
             return True
         return self.spool is not None and self.spool.has_active()
+
+    def release_orphans(self) -> None:
+        """Give the dead processes' files back (at exit): a later writer goes on where this one's replay stopped."""
+        if not any(f.orphan for f in self.files):
+            return
+        if self.files and self.files[0].orphan:
+            self._iter = None
+            self._batch = None  # not stored: still in the file past its kept progress
+        kept: collections.deque[SpoolFile] = collections.deque()
+        for held in self.files:
+            if not held.orphan:
+                kept.append(held)
+            elif self.spool is not None:
+                self.spool.done(held, replayed=False)
+            else:
+                held.release()
+        self.files = kept
 
     def scan_soon(self) -> None:
         """Look for dead processes' spools on the next round (the store just came back)."""
@@ -63,7 +84,11 @@ class Replayer:
                 self.files.append(held)
 
     def next_batch(self) -> list[Record] | None:
-        """The next batch to store, or None when nothing is left to replay right now."""
+        """The next batch to store, or None when nothing is left to replay right now. This process's own records
+        go first: a dead process's file is paused between batches (its progress kept) while they wait."""
+        if self._batch is None and self.files and self.files[0].orphan and not all(f.orphan for f in self.files):
+            self._iter = None
+            self.files = collections.deque(sorted(self.files, key=lambda f: f.orphan))
         while self._batch is None:
             if self._iter is None:
                 if not self.files:
@@ -86,6 +111,8 @@ class Replayer:
         """The current batch is stored (``count`` of its records; the rest were set aside)."""
         self.replayed += count
         self._batch = None
+        if self.files:
+            self.files[0].stored_batch()
 
     def _finish(self, *, complete: bool) -> None:
         done = self.files.popleft()

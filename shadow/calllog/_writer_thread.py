@@ -36,6 +36,8 @@ __all__ = ["ORPHAN_SCAN_INTERVAL", "RecordDropped", "Writer", "WriterStats"]
 log = get_logger("shadow.writer")
 
 ErrorHook = Callable[[str, BaseException], object]
+#: Seconds of its exit a writer goes on replaying a dead process's spool (its progress kept for the next writer).
+EXIT_ORPHAN_REPLAY = 1.0
 #: Seconds ``close`` waits past its deadline while the writer spools what the store did not take in time; again
 #: each time it made progress (a loaded machine builds records slowly), up to ``EXIT_GRACE_MAX`` in all.
 EXIT_GRACE, EXIT_GRACE_MAX = 3.0, 30.0
@@ -92,6 +94,7 @@ class Writer(Intake, Taking, Lifecycle):
         self._gen_lock = threading.Lock()
         self._stopping = self._force_publish = self._closed = self._drain = False
         self._deadline = 0.0
+        self._orphans_until = 0.0
         self._thread = self._start()
         watching = (build_timeout, lambda: self._building_since, lambda: self._thread, self._give_up_build,
                     lambda: self._closed and not self._thread.is_alive())
@@ -127,7 +130,7 @@ class Writer(Intake, Taking, Lifecycle):
             return False
         if self._outage.down:
             return self._outage.attempts > attempts or self._spool_name() is None
-        return not self._replay.pending() or self._stopping
+        return not self._replay.pending(own=True) or self._stopping
 
     def close(self, timeout: float = 10.0) -> None:
         """Store or spool what is queued (within ``timeout``), then stop the thread and release the spool.
@@ -140,6 +143,7 @@ class Writer(Intake, Taking, Lifecycle):
                 return
             self._closed = True
             self._deadline = time.monotonic() + timeout
+            self._orphans_until = time.monotonic() + min(EXIT_ORPHAN_REPLAY, timeout)
         self._stopping = True
         self._outage.probe_now()
         self._wake.set()
@@ -241,7 +245,7 @@ class Writer(Intake, Taking, Lifecycle):
         if self._queue or self._held is not None:
             return False
         past = time.monotonic() >= self._deadline
-        return (self._outage.down and not self._outage.probe_due()) or not self._replay.pending() or past
+        return (self._outage.down and not self._outage.probe_due()) or not self._replay.pending(own=True) or past
 
     def _step(self, stopping: bool, generation: int, drain: bool) -> None:
         if self.spool is not None:
@@ -264,6 +268,12 @@ class Writer(Intake, Taking, Lifecycle):
             if self._held is not None:
                 return
         while self._replay.pending() and self._outage.probe_due():
+            if self._stopping and time.monotonic() >= self._orphans_until:
+                # past a second of exit, this process's own records only: a dead one's spool waits for a later
+                # writer, which goes on where this replay stopped (a short script's exit is no spool's replay)
+                self._replay.release_orphans()
+                if not self._replay.pending():
+                    break
             if stopping and time.monotonic() >= self._deadline:
                 break
             spooled = self._replay.next_batch()
