@@ -316,8 +316,10 @@ class Rules:
 def _shown_text(exc: BaseException, shown: str) -> str:
     """The words a shown exception gives the model: its text, after its class's name when the text is a bare
     value (``InvalidUrlClientError: not%20a%20url``, as LangGraph shows ``repr(e)``); a framework's own error type
-    (``ToolError``, ``ModelRetry``) is its text alone."""
+    (``ToolError``, ``ModelRetry``) is its text alone; a JSON error object as the text (an MCP server's
+    ``{"success": false, "error": "..."}`` raised by an adapter) is read for its message."""
     text = _text_of(exc)
+    text = error_text(text) or text
     if shown in SHOWN_EXCEPTIONS or " " in text.strip() or not text.strip():
         return text
     return f"{type(exc).__name__}: {text.strip()}"

@@ -66,6 +66,9 @@ def carrier(exc: BaseException, name: str, text: str) -> BaseException:
         copy.args = (text,)
         if isinstance(getattr(copy, "message", None), str):  # ModelRetry, ToolFailed: what PydanticAI reads
             copy.message = text  # type: ignore[attr-defined]
+        if isinstance(getattr(copy, "tool_content", None), list):  # langchain-mcp-adapters' isError content,
+            # which its handle_tool_error returns in place of the message
+            copy.tool_content = [{"type": "text", "text": text}]  # type: ignore[attr-defined]
         if str(copy) == text:
             return copy
     except Exception:

@@ -18,7 +18,7 @@ langgraph_prebuilt = pytest.importorskip("langgraph.prebuilt")
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
-from langchain_core.tools import InjectedToolCallId, tool  # noqa: E402
+from langchain_core.tools import InjectedToolCallId, ToolException, tool  # noqa: E402
 
 from shadow.integrations import langchain_tool, shadow_tools  # noqa: E402
 
@@ -161,3 +161,39 @@ def test_a_toolnode_that_shows_exceptions_keeps_their_words_in_cutover_with_show
     assert kept["message"] == "Train 4411 has no seats left in fare class Q" and kept["next_action"] == "ask_user"
     generic = json.loads(seen(shadow_tools([book_seat], flags=flags)))["error"]  # the default: never shown
     assert "4411" not in generic["message"]
+
+
+class _MCPToolExecutionError(ToolException):
+    """As langchain-mcp-adapters raises for an MCP ``isError`` result: the content blocks ride along."""
+
+    def __init__(self, tool_content: list[dict[str, Any]]) -> None:
+        super().__init__("\n".join(b["text"] for b in tool_content))
+        self.tool_content = tool_content
+
+
+@pytest.mark.parametrize("mode", ["shadow", "cutover"])
+def test_an_mcp_adapter_tool_whose_handler_returns_its_content_serves_the_payload_in_cutover(
+        mode: str, flags: InMemoryFlags, log: InMemoryStore) -> None:
+    """langchain-mcp-adapters' handle_tool_error returns ``exc.tool_content``: the copy shadow re-raised kept the
+    legacy content, so the model read legacy text while the log said the payload was served (an outside check)."""
+    from langchain_core.tools import StructuredTool
+
+    async def lookup(item_id: str) -> str:
+        raise _MCPToolExecutionError([{"type": "text", "text": '{"success": false, "error": "item ' + item_id
+                                       + ' not found", "code": "NOT_FOUND"}'}])
+
+    made = StructuredTool.from_function(coroutine=lookup, name="lookup", description="Look an item up.",
+                                        handle_tool_error=lambda e: getattr(e, "tool_content", str(e)))
+    [wrapped] = shadow_tools([made], flags=flags)
+    flags.set("lookup", mode)
+    call = {"name": "lookup", "args": {"item_id": "ORD-12"}, "id": "c1", "type": "tool_call"}
+    message = asyncio.run(wrapped.ainvoke(call, {"configurable": {"thread_id": "t"}}))
+    assert message.status == "error"
+    [block] = message.content
+    if mode == "shadow":
+        assert block["text"] == '{"success": false, "error": "item ORD-12 not found", "code": "NOT_FOUND"}'
+        return
+    error = json.loads(block["text"])["error"]
+    assert (error["code"], error["message"]) == ("not_found", "item ORD-12 not found")  # the JSON text's message
+    [record] = calls(log)
+    assert (record.variant, record.code) == ("structured", "not_found")
