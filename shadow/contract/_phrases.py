@@ -180,7 +180,10 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     # A name taken ("a branch named 'feature' already exists"): the thing under that name is not known to be the
     # one the call meant; the model may choose another name, use the one there, or ask (never stop).
     _p(r"\b(?:named|called|with (?:the )?(?:same )?name|(?:the )?name)\b[^.\n]{0,60}?\b(?:already exists|exists "
-       r"already)\b", Code.ALREADY_EXISTS, "a name the call uses is taken",
+       r"already)\b|\b(?:table|sheet|worksheet|workbook|column|index|view|schema|database|collection|bucket|branch|"
+       r"tag|label|folder|directory|file|project|repository|repo|channel)s? (?:<value>|<path>|[\w.-]+) (?:already "
+       r"exists|exists already)\b|\b(?:already exists|exists already)\b[^\n]{0,40}?[.;,]\s*(?:pass|set|use|"
+       r"choose|pick|specify|give|rename)\b", Code.ALREADY_EXISTS, "a name the call uses is taken",
        "{value}: the name is taken. Choose another name, use the existing one, or ask the user.",
        NextAction.ASK_USER),
     _p(r"already exists|\bEEXIST\b|^\s*duplicate\b|(?<!contains )(?<!contain )(?<!has )\bduplicate (?:key|entry|"

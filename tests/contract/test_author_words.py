@@ -356,5 +356,11 @@ def test_a_name_taken_asks_for_another_never_stop() -> None:
     body = found.error.payload()["error"]
     assert (body["code"], body["next_action"]) == ("already_exists", "ask_user")
     assert "a branch named 'feature' already exists" in body["message"]
+    for taken in ("Error executing tool create_workbook: sales.xlsx already exists. Pass overwrite=true to replace "
+                  "it.",  # excel-mcp-server: the author says how to go on
+                  {"success": False, "error": "table customers already exists", "code": "EXECUTION_ERROR"}):  # dbhub
+        found = Rules.default().translate_result(taken)
+        assert found is not None and (found.error.code.value, found.error.next_action.value) == (
+            "already_exists", "ask_user")
     done = Rules.default().translate_result({"error": "Order ORD-1 already exists"})
     assert done is not None and done.error.next_action.value == "stop"  # the work is done: not a name
