@@ -151,6 +151,8 @@ def _check(name: str, var: str, raw: str) -> tuple[Any, Problem | None]:
             return raw.strip(), None
         try:
             backend = backend_of(normalise_url(raw))
+        except ValueError as exc:  # its own words: "supports SQLite and PostgreSQL, not 'mysql'"
+            return None, Problem(var, raw, f"cannot be used: {str(exc).split('; use', 1)[0]}", "sqlite:///shadow.db")
         except Exception:
             return None, Problem(var, raw, "is not a database URL", "sqlite:///shadow.db")
         if backend not in ("sqlite", "postgresql"):
@@ -267,6 +269,10 @@ def configure(**changes: Unpack[Changes]) -> Settings:
     hook = changes.get("on_internal_error")
     if hook is not None and not callable(hook):
         raise TypeError(f"on_internal_error must be a function (operation, error), not {type(hook).__name__}")
+    for name, value in changes.items():
+        problem = _bad_number(name, value)
+        if problem is not None:
+            raise ValueError(f"{name}={value!r} {problem}")
     store = changes.get("store")
     if store is not None and not callable(getattr(store, "write", None)):
         raise TypeError(f"store must be a shadow.typing.Store (an object with .write(records)), not "
@@ -275,6 +281,30 @@ def configure(**changes: Unpack[Changes]) -> Settings:
     with _lock:
         _current = dataclasses.replace(base, **changes)
         return _current
+
+
+#: The numeric settings, the least each may be, and an example (``configure`` refuses the rest: a value every
+#: call would then fail on is better refused where it is set).
+_NUMBERS: Final[dict[str, tuple[type, float, str]]] = {
+    "flag_ttl": (float, 0, "5"), "flag_start_wait": (float, 0, "5"), "flags_last_known_max_age": (float, 0, "86400"),
+    "max_args_bytes": (int, 256, "8192"), "max_payload_bytes": (int, 256, "16384"), "queue_size": (int, 1, "10000"),
+    "batch_size": (int, 1, "500"), "flush_interval": (float, 0.001, "0.5"), "spool_max_bytes": (int, 0, "268435456"),
+    "store_timeout": (float, 0.01, "5"),
+}
+
+
+def _bad_number(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` for the numeric setting ``name`` (None when it is fine or not numeric)."""
+    found = _NUMBERS.get(name)
+    if found is None:
+        return None
+    kind, least, example = found
+    number_types = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, number_types):
+        return f"is not {'an integer' if kind is int else 'a number'}; for example {name}={example}"
+    if not math.isfinite(value) or value < least:
+        return f"must be at least {least:g}; for example {name}={example}"
+    return None
 
 
 def report_internal_error(operation: str, error: BaseException) -> None:

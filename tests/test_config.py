@@ -53,6 +53,7 @@ def _child(env: dict[str, str], cwd: Path, code: str = _CALLS) -> subprocess.Com
     ("SHADOW_LOG_LEVEL", "LOUD", "SHADOW_LOG_LEVEL=INFO"),
     ("SHADOW_FLAGS", "plain=bogus", "SHADOW_FLAGS='search=shadow"),
     ("SHADOW_DB_URL", "not a url", "SHADOW_DB_URL=sqlite:///shadow.db"),
+    ("SHADOW_DB_URL", "mysql://u@localhost/db", "supports SQLite and PostgreSQL, not 'mysql'"),
     ("SHADOW_STRICT", "maybe", "SHADOW_STRICT=1"),
 ])
 def test_an_invalid_setting_is_reported_once_and_every_tool_keeps_working(
@@ -122,3 +123,15 @@ def test_doctor_reports_an_unreachable_database_with_exit_3(tmp_path: Path) -> N
     done = _doctor({"SHADOW_DB_URL": "postgresql+psycopg://u@127.0.0.1:1/x"}, tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "cannot use" in done.stdout
+
+
+@pytest.mark.parametrize(("setting", "value"), [
+    ("queue_size", 0), ("queue_size", -1), ("batch_size", 0), ("flush_interval", -1), ("flag_ttl", "5"),
+    ("store_timeout", 0), ("max_args_bytes", -5), ("queue_size", True), ("flush_interval", math.nan),
+])
+def test_configure_refuses_a_number_every_call_would_fail_on(setting: str, value: object) -> None:
+    """An outside check: these were accepted, then every call logged a traceback and nothing was recorded."""
+    before = config.settings()
+    with pytest.raises(ValueError, match=f"{setting}=.*for example {setting}="):
+        config.configure(**{setting: value})  # type: ignore[misc]
+    assert config.settings() is before

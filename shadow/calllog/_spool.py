@@ -240,7 +240,10 @@ class Spool:
             self._open_in()
 
     def _open_in(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # the cache directory is made as needed; beside a call log, one missing directory at most (a database URL
+        # into a directory that does not exist is the fallback's case, never a tree of directories made there)
+        fallback = len(self.places) > 1 and self.directory == self.places[1][0]
+        self.directory.mkdir(parents=fallback, exist_ok=True)
         temp = self.directory / f".{self.prefix}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         try:

@@ -71,6 +71,18 @@ def test_a_spool_whose_directory_cannot_be_written_goes_to_the_fallback_and_is_r
     assert not list((tmp_path / "cache" / "shadow" / "spool").glob("*.spool"))
 
 
+def test_a_database_url_into_missing_directories_spools_to_the_fallback_and_makes_no_directories(
+        tmp_path: Path) -> None:
+    """An outside check: sqlite:////nonexistent/dir/x.db made /nonexistent/dir (as root) for its spool, and the next
+    process made x.db in it."""
+    db = tmp_path / "missing" / "deeper" / "shadow.db"
+    first = _run(_env(tmp_path, db), "20", "flush")
+    assert json.loads(first.stdout.strip().splitlines()[-1])["spooled"] == 20
+    assert "spool.fallback" in first.stderr
+    assert not (tmp_path / "missing").exists()
+    assert list((tmp_path / "cache" / "shadow" / "spool").glob("*.spool"))
+
+
 def test_what_neither_the_store_nor_any_spool_takes_is_pending_after_a_failed_flush_and_counted_at_exit(
         tmp_path: Path) -> None:
     blocked = tmp_path / "data"
