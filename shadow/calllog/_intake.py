@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Callable
+from typing import Final
 
 from shadow import _hostile as hostile
 from shadow._logs import get_logger
@@ -22,9 +24,15 @@ class RecordDropped(RuntimeError):
     """Raised by ``Writer.submit`` in strict mode when a record is lost (queue and spool full, or closed)."""
 
 
+#: Seconds callers leave a spool that failed alone: neither building records for it nor logging its failure again.
+SPOOL_RETRY: Final = 5.0
+
+
 class Intake:
     """What callers of a ``Writer`` run: never waits on the database, never raises (except in strict mode)."""
 
+    #: Until when (``time.monotonic``) the spool is taken to be failing: callers drop (counted) without trying it.
+    _spool_down_until: float = 0.0
     spool: Spool | None
     queue_size: int
     burst_size: int
@@ -94,6 +102,8 @@ class Intake:
         """The queue is full: build ``item`` here and append it to the spool; False when it cannot be kept."""
         if self.spool is None or getattr(item, "provisional", None) is not None:
             return False  # a call made before the flags loaded needs them resolved; it waits for the queue
+        if time.monotonic() < self._spool_down_until:
+            return False  # it failed a moment ago: no build, no write, no log line per call (counted as dropped)
         try:
             record = item if isinstance(item, CallRecord | MarkRecord) else item.build()
             if not isinstance(record, CallRecord | MarkRecord):
@@ -109,7 +119,12 @@ class Intake:
         try:
             kept = self.spool.append([record], sync=False)
         except OSError as exc:
-            self._fail("writer.spool_failed", exc, spool=self._spool_name())
+            first = time.monotonic() >= self._spool_down_until
+            self._spool_down_until = time.monotonic() + SPOOL_RETRY
+            if first:
+                self._fail("writer.spool_failed", exc, spool=self._spool_name(),
+                           hint=f"calls past the queue are dropped (counted) for {SPOOL_RETRY:g} s, then it is "
+                                "tried again")
             return False
         if kept:
             with self._submit_lock:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from shadow import _hostile as hostile
 from shadow._logs import get_logger
 from shadow.calllog._bounded import BoundedStore
-from shadow.calllog._intake import Intake, RecordDropped
+from shadow.calllog._intake import SPOOL_RETRY, Intake, RecordDropped
 from shadow.calllog._outage import Outage
 from shadow.calllog._records import Built, Record
 from shadow.calllog._replay import ORPHAN_SCAN_INTERVAL, Replayer
@@ -332,12 +332,15 @@ class Writer(Intake, Taking, Lifecycle):
         return False
 
     def _spill(self, batch: list[Built]) -> bool:
-        if self.spool is None:
-            return False
+        if self.spool is None or (not self._stopping and time.monotonic() < self._spool_down_until):
+            return False  # failing a moment ago: the batch is held, tried again after SPOOL_RETRY (at exit, now)
         try:
             ok = self.spool.append(batch)
         except OSError as exc:
-            self._fail("writer.spool_failed", exc, spool=self._spool_name())
+            first = time.monotonic() >= self._spool_down_until
+            self._spool_down_until = time.monotonic() + SPOOL_RETRY
+            if first:
+                self._fail("writer.spool_failed", exc, spool=self._spool_name())
             return False
         if ok:
             self._spooled += len(batch)

@@ -783,3 +783,33 @@ def test_a_short_process_stores_its_own_records_and_leaves_a_dead_ones_spool_whe
     second.close()
     assert set(stored_ids(db_url)) == set(report["spooled"]) | {r.id for r in own}
     assert second.stats.replayed <= 3000 - first.stats.replayed + 5  # went on from there (a batch again at most)
+
+
+def test_a_failing_spool_past_a_full_queue_is_tried_and_logged_once_not_per_call(tmp_path: Path) -> None:
+    """Database and spool (and its fallback) unwritable: every call past the queue built a record, tried the spool
+    and logged an error (730 lines in 10 s, callers three times slower, in an outside check)."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("not a directory")
+    store = BlockingStore()  # the writer thread is stuck: the queue stays full
+    spool = Spool(blocked / "shadow.spool", max_bytes=10**8, tag="t")
+    writer = fast(store, spool, queue_size=5, burst_size=0, batch_size=1000, flush_interval=5.0)
+    built: list[int] = []
+
+    class Counted:
+        provisional = None
+
+        def build(self) -> CallRecord:
+            built.append(1)
+            return rec(len(built))
+
+    try:
+        with capture_logs() as logs:
+            for _ in range(300):
+                writer.submit(Counted())  # type: ignore[arg-type]
+        failures = [e for e in logs if e["event"] == "writer.spool_failed"]
+        assert len(failures) == 1 and "tried again" in failures[0]["hint"]
+        assert len(built) <= 1  # the first call past the queue tried the spool; the rest were dropped, counted
+        assert writer.stats.dropped >= 290
+    finally:
+        store.release.set()
+        writer.close(5)
