@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from shadow.inventory._model import Inventory, RuleDraft, Site
@@ -58,7 +59,31 @@ def _text(value: str) -> str:
     return f'r"{value}"' if "\\" in value else f'"{value}"'
 
 
-def _call(rule: RuleDraft, imports: _Imports) -> str:
+#: What ends an author's message before the value built at run time ("must look like BK-1234, got …").
+_DANGLING = re.compile(r"(?:[\s,:;=(\-]+|\b(?:but )?(?:got|received|given|was|were|is|are|for|of|with|in|at|from|to|on|"
+                       r"by|and|or|not)\b)+$", re.IGNORECASE)
+
+
+def author_message(sites: Sequence[Site]) -> str | None:
+    """The author's fixed words of the sites a draft exception rule matches, as the rule's message: the model never
+    read the exception's text, so without one it gets the code's generic words (``None`` when the sites say
+    different things or too little)."""
+    texts = {site.message for site in sites}
+    if len(texts) != 1:
+        return None
+    (text,) = texts
+    if not text:
+        return None
+    text = re.sub(r"\s*[(\[][^()\[\]]*…[^()\[\]]*[)\]]", "", text)  # "(got …)": an aside about the value
+    fixed = " ".join(re.sub(r"""["'`]?…["'`]?""", " ", text).split())
+    fixed = _DANGLING.sub("", fixed).strip()
+    if len(fixed) < 12 or sum(c.isalpha() for c in fixed) < 8 or len(fixed) > 300:
+        return None
+    fixed = fixed[0].upper() + fixed[1:]
+    return (fixed if fixed.endswith((".", "!", "?")) else fixed + ".").replace("{", "{{").replace("}", "}}")
+
+
+def _call(rule: RuleDraft, imports: _Imports, message: str | None = None) -> str:
     code, name = _text(rule.code), _text(rule.name)
     if rule.kind == "result":
         assert rule.pattern is not None
@@ -72,7 +97,8 @@ def _call(rule: RuleDraft, imports: _Imports) -> str:
         if rule.status is not None:
             match += f" and _status(e) == {rule.status}"
     pattern = f", pattern={_text(rule.pattern)}" if rule.pattern is not None else ""
-    return f"RULES = RULES.on({match}, {code}{pattern}, name={name})"
+    words = f", message={_text(message)}" if message is not None else ""
+    return f"RULES = RULES.on({match}, {code}{words}{pattern}, name={name})"
 
 
 def _narrow(rule: RuleDraft) -> bool:
@@ -97,7 +123,8 @@ def emit_rules(inventory: Inventory, sources: Sequence[str] = ()) -> str:
     body: list[str] = []
     for rule in order:
         body += [_comment(site) for site in drafts[rule]]
-        body += [_call(rule, imports), ""]
+        message = author_message(drafts[rule]) if rule.kind == "exception" else None
+        body += [_call(rule, imports, message), ""]
     if covered:
         body.append("# Already mapped (no rule needed):")
         body += [_comment(site) for site in covered]

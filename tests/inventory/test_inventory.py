@@ -310,6 +310,14 @@ def test_the_emitted_rules_are_narrow_where_the_message_decided_the_code(emitted
     assert _code(rules, lambda: _raise(HTTPException(status_code=500))) is None
 
 
+def test_an_emitted_exception_rule_serves_the_authors_fixed_words_not_the_codes_generic_ones(
+        emitted: ModuleType) -> None:
+    """A fresh-clone walk: the draft rule replaced "booking id must look like BK-1234, got 'BK-1'" with "An argument
+    is missing or malformed..." in cutover, and the gate still said READY."""
+    found = emitted.RULES.translate_exception(ValueError("title must not be empty, got ''"))
+    assert (found.error.code.value, found.error.message) == ("validation_error", "Title must not be empty.")
+
+
 def test_the_emitted_module_comments_every_site(found: Inventory) -> None:
     text = emit_rules(found, [str(FIXTURES)])
     for site in found.sites:
