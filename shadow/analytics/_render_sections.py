@@ -141,7 +141,8 @@ def health(report: LoopRateReport, width: int, *, wide: bool) -> list[str]:
         return []
     lines = wrap(f"Log health (whole log): {h.message}", width)
     if h.writer_counters:
-        lines += wrap(f"  writer counters: {h.written:,} written, {h.spooled:,} spooled, {h.replayed:,} replayed, "
+        lines += wrap(f"  writer counters (records: calls and marks): {h.written:,} written, {h.spooled:,} spooled, "
+                      f"{h.replayed:,} replayed, "
                       f"{h.dropped:,} dropped", width, indent="    ")
     shown = h.processes if wide else h.processes[:3]
     for p in shown:

@@ -78,7 +78,7 @@ def set_flag(
     if percent != 100 and mode is not Mode.CUTOVER:
         fail("--percent applies only to cutover; for example: shadow flags set TOOL cutover --percent 25")
     store = _store(db_url, db_alias)
-    note = unseen_tool(store.url, tool)
+    note = unseen_tool(store.url, tool, before_traffic=True)
     if mode is Mode.CUTOVER:
         _gate(tool, store.url, force=force, reason=reason, rules=rules)
     try:

@@ -72,7 +72,8 @@ def _write_rules(target: Path, found: Inventory, sources: list[str]) -> None:
     except OSError as exc:
         fail(f"could not write {target} ({exc.strerror}); choose a writable path with --emit-rules")
     drafted = sum(1 for s in found.sites if s.rule is not None)
-    typer.echo(f"wrote {target}: {drafted} sites with a draft rule, {len(found.unplaced)} unplaced; "
+    typer.echo(f"wrote {target}: {drafted} site{'' if drafted == 1 else 's'} with a draft rule, "
+               f"{len(found.unplaced)} unplaced; "
                f"review it, then wrap each tool with @shadow.tool(rules={target.stem}.RULES)", err=True)
 
 
@@ -147,7 +148,8 @@ def _ready_table(verdict: Readiness) -> str:
         value, limit = str(check.value), check.limit
         if check.name == "unmapped_share":  # a share in percent, its limit too
             value, limit = f"{check.value:.1%}", f"<= {verdict.thresholds.max_unmapped_share:.1%}"
-        lines.append(f"  {mark} {check.name.ljust(width)}  {value:>8}  (needs {limit})")
+        said = f"(needs {limit})" if limit != "informational" else "(informational)"
+        lines.append(f"  {mark} {check.name.ljust(width)}  {value:>8}  {said}")
     if verdict.codes_seen:
         seen = ", ".join(f"{code} {n}" for code, n in verdict.codes_seen.items())
         lines.append(f"codes seen: {seen}")

@@ -122,8 +122,9 @@ def warn(message: str) -> None:
     typer.echo(f"shadow: warning: {message}", err=True)
 
 
-def unseen_tool(url: str, tool: str) -> str | None:
-    """What to say when the call log at ``url`` has no calls of ``tool`` (a typo?); None when it has some."""
+def unseen_tool(url: str, tool: str, *, before_traffic: bool = False) -> str | None:
+    """What to say when the call log at ``url`` has no calls of ``tool`` (a typo?); None when it has some, and
+    with ``before_traffic`` when it has none of any tool (a flag is set before the first call: nothing to say)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from shadow.analytics import _ready as ready
@@ -132,7 +133,7 @@ def unseen_tool(url: str, tool: str) -> str | None:
         seen, others = ready.tool_in_log(url, tool)
     except (ready.StoreMissing, SQLAlchemyError):
         seen, others = False, ()
-    if seen:
+    if seen or (before_traffic and not others):
         return None
     known = f"tools in the log: {', '.join(others)}" if others else "the log has no calls yet"
     return f"the call log has no calls of {tool!r} ({known})"

@@ -69,7 +69,9 @@ def suggest_command(
         except OSError as exc:
             fail(f"could not write {emit} ({exc.strerror}); choose a writable path with --emit-rules")
         drafted = sum(1 for g in found.groups if g.code is not None)
-        typer.echo(f"wrote {emit}: {drafted} draft rules, {len(found.groups) - drafted} shapes unplaced; review "
+        left = len(found.groups) - drafted
+        typer.echo(f"wrote {emit}: {drafted} draft rule{'' if drafted == 1 else 's'}, {left} "
+                   f"shape{'' if left == 1 else 's'} unplaced; review "
                    f"it, then pass it as your rules (rules={emit.stem}.RULES, or --rules {emit})", err=True)
     if fmt is Format.json:
         typer.echo(json.dumps(found.to_dict(), indent=2, ensure_ascii=False))

@@ -139,7 +139,8 @@ class Suggestions:
         share = f"{self.unmapped / self.errors:.1%}" if self.errors else "0%"
         covered = sum(g.count for g in self.groups if g.code is not None)
         return (f"{self.unmapped} of {self.errors} errors unmapped ({share}) in {self.calls} calls; "
-                f"{len(self.groups)} message shapes, a code proposed for {covered} of them")
+                f"{len(self.groups)} message shape{'' if len(self.groups) == 1 else 's'}, a code proposed for "
+                f"{covered} of them")
 
 
 def remedy(code: Code, fields: tuple[str, ...], text: str, shape: str | None = None) -> str:

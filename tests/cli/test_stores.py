@@ -156,6 +156,13 @@ def test_flags_set_on_a_tool_the_log_never_saw_warns_and_still_sets_it(tmp_path:
     assert shown["tools"]["lokup"]["mode"] == "shadow"
 
 
+def test_flags_set_before_any_traffic_says_nothing_of_a_typo(tmp_path: Path) -> None:
+    """Every documented flow sets the flag before the first call: the warning was printed every time."""
+    first = runner.invoke(app, ["flags", "set", "create_task", "shadow", "--db-url", f"sqlite:///{tmp_path}/x.db"])
+    assert first.exit_code == 0, first.output
+    assert "warning" not in first.stderr and "create_task: (unset) -> shadow" in first.stdout
+
+
 def test_describe_tool_says_when_the_log_does_not_know_the_tool(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/x.db"
     _log_calls(url, tmp_path, n=6)
