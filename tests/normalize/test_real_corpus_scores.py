@@ -36,10 +36,11 @@ def test_the_held_out_part_does_not_fall_below_what_was_measured() -> None:
     # 9.7% (61), unplaced 16.5% (104). The fifteenth look, after the tenth batch (three new held-out layers, 683
     # entries) and its dev-only round: wrong 9.4% (64), unplaced 16.7% (114). The seventeenth look, after the eleventh
     # batch (five new held-out layers, 803 entries) and its dev-only round: wrong 10.6% (85), unplaced 17.4% (140);
-    # the older 683 unchanged (64, 114), the new 120 brought 21 wrong and 26 unplaced. The floors follow the figures.
+    # the older 683 unchanged (64, 114), the new 120 brought 21 wrong and 26 unplaced. The twenty-second look, after
+    # a dev-only round (2026-12-08): wrong 10.5% (84), unplaced 17.4% (140). The floors follow the figures.
     wrong, unplaced = HELDOUT.wrong_share, HELDOUT.unplaced_share  # plain numbers: a failure prints no miss
     print(f"\nheld-out: wrong {wrong:.1%}, unplaced {unplaced:.1%}")
-    assert wrong <= 0.106
+    assert wrong <= 0.105
     assert unplaced <= 0.175
 
 
