@@ -444,7 +444,7 @@ def main() -> int:
                 continue
             got = statistics.median(got_rates)
             print(f"{ns.threads} threads of a 1 ms tool, {ns.thread_calls} calls, SQLite, {len(got_rates)} runs: "
-                  f"legacy {legacy:,.0f} calls/s, {label} {got:,.0f} calls/s: {got / legacy:.0%} (target: at least "
+                  f"legacy {legacy:,.0f} calls/s, {label} {got:,.0f} calls/s: {got / legacy:.1%} (target: at least "
                   "90%)")
             late = statistics.median(r["behind"] for r in behind[label])
             drain = statistics.median(r["drain"] for r in behind[label])
