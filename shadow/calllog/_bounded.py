@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from shadow.calllog._outage import StoreUnavailable
+from shadow.calllog._outage import ExitDeadline, StoreUnavailable
 
 
 class _Job:
@@ -51,8 +51,8 @@ class BoundedStore:
         limit = max(0.0, self.timeout if timeout is None else min(timeout, self.timeout))  # past a deadline: 0
         if not job.done.wait(limit):
             self._late = job
-            if limit == 0.0:  # the exit deadline had passed before this call: not the store's slowness
-                raise StoreUnavailable("the exit deadline passed before the store answered")
+            if timeout is not None and timeout < self.timeout:  # the exit's time left, not the store's slowness
+                raise ExitDeadline(f"the exit deadline came before the store answered ({limit:.3g} s were left)")
             raise StoreUnavailable(f"the store did not answer within {limit:g} s")
         if job.error is not None:
             raise job.error

@@ -13,6 +13,10 @@ class StoreUnavailable(Exception):
     """The database cannot be reached, is locked, or cannot write now; the writer spools and retries later."""
 
 
+class ExitDeadline(StoreUnavailable):
+    """At exit, the time left ran out before the store answered: the store may well be up (not an outage)."""
+
+
 class Outage:
     """Whether the store is down, and when to probe it next (``initial`` doubling up to ``maximum`` seconds)."""
 
@@ -38,7 +42,10 @@ class Outage:
         now = time.monotonic()
         self.attempts += 1
         if not self.down:
-            log.warning("writer.store_unavailable", error=str(error)[:300], spool=spool)
+            if isinstance(error, ExitDeadline):  # no outage to warn of: what is left goes to the spool
+                log.info("writer.exit_deadline", error=str(error)[:300], spool=spool)
+            else:
+                log.warning("writer.store_unavailable", error=str(error)[:300], spool=spool)
             self.delay = self.initial
             self.since = now
         else:

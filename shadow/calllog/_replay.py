@@ -9,7 +9,8 @@ from typing import Final
 
 from shadow._logs import get_logger
 from shadow.calllog._records import Record
-from shadow.calllog._spool import Spool, SpoolFile
+from shadow.calllog._spool import Spool
+from shadow.calllog._spool_file import SpoolFile
 
 log = get_logger("shadow.writer")
 

@@ -250,7 +250,7 @@ class Writer(Intake, Taking, Lifecycle):
     def _step(self, stopping: bool, generation: int, drain: bool) -> None:
         if self.spool is not None:
             self.spool.sync()
-            if not stopping:
+            if not stopping or time.monotonic() < self._orphans_until:  # a short script's exit gives them a second
                 self._replay.claim_orphans()
         if self._taking_popped:  # a batch left by a replaced thread
             batch, popped = self._taking, self._taking_popped

@@ -216,9 +216,11 @@ class DbFlags(FlagWrites):
             now = time.monotonic()
             stale = now - self._read_ok_at > self.stale_after
             if not self._stale_reported:
+                serving = "legacy" if stale or self._states is None else "the last flags read"
+                if os.environ.get(ENV_VAR):  # what SHADOW_FLAGS names is served as it says, whatever happens here
+                    serving += f" to the tools {ENV_VAR} does not name"
                 log.warning("flags_unreadable", url=db.safe_url(self.url), error_type=type(exc).__name__,
-                            serving="legacy" if stale or self._states is None else "the last flags read",
-                            legacy_after_s=self.stale_after)
+                            serving=serving, legacy_after_s=self.stale_after)
                 self._stale_reported = stale
             if self._states is None:
                 self._states = {}

@@ -13,7 +13,8 @@ import pytest
 
 from shadow._ids import new_id
 from shadow.calllog._records import CallRecord, MarkRecord, Record
-from shadow.calllog._spool import Spool, decode, encode
+from shadow.calllog._spool import Spool
+from shadow.calllog._spool_lines import decode, encode
 
 TS = dt.datetime(2025, 3, 14, 9, 26, 53, 589793, tzinfo=dt.UTC)
 
@@ -215,7 +216,7 @@ def test_the_active_file_carries_this_process_id(tmp_path: Path, name: str) -> N
 
 def test_an_overlong_line_is_kept_apart_in_bounded_pieces_and_the_lines_after_it_replayed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from shadow.calllog import _spool
+    from shadow.calllog import _spool_file as _spool
 
     monkeypatch.setattr(_spool, "MAX_LINE", 4096)
     proc, orphan = _spool_in_child(tmp_path / "shadow.spool", "t", new_id(), stay=False)

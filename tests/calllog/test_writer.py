@@ -271,9 +271,9 @@ def test_while_the_store_is_away_batches_are_spooled_then_replayed_once(tmp_path
         assert spool_files(tmp_path)
         store.available = True
         assert wait_for(lambda: writer.stats.replayed == 60)
+        assert wait_for(lambda: not spool_files(tmp_path))  # the file is finished (and writer.replayed logged)
     assert store.ids == {r.id for r in before + during}
     assert {e["event"] for e in logs} >= {"writer.store_unavailable", "writer.store_back", "writer.replayed"}
-    assert wait_for(lambda: not spool_files(tmp_path))
     writer.close()
     assert not spool_files(tmp_path)
 
@@ -813,3 +813,42 @@ def test_a_failing_spool_past_a_full_queue_is_tried_and_logged_once_not_per_call
     finally:
         store.release.set()
         writer.close(5)
+
+
+def test_a_store_call_cut_short_by_the_exit_is_no_outage_warning() -> None:
+    """At exit with a healthy database: "writer.store_unavailable ... did not answer within 0.03 s" (a warning)."""
+    from shadow.calllog._bounded import BoundedStore
+    from shadow.calllog._outage import ExitDeadline, Outage
+
+    release = threading.Event()
+    bounded = BoundedStore(5.0)
+    with pytest.raises(ExitDeadline, match="exit deadline came before the store answered"):
+        bounded.run(lambda: release.wait(5), timeout=0.02)  # the exit's time left
+    release.set()
+    with capture_logs() as logs:
+        Outage(0.1, 1.0).failed(ExitDeadline("the exit deadline came before the store answered"), None)
+    assert [(e["event"], e["log_level"]) for e in logs] == [("writer.exit_deadline", "info")]
+
+
+def test_a_writer_closed_at_once_still_gives_a_dead_processs_spool_its_second(
+    outage: Outage, db_url: str, tmp_path: Path
+) -> None:
+    """Five-call scripts exited in a second each and never replayed a dead process's spool: a writer claimed
+    orphans only while running, and a short script's writer first steps at its exit (an outside check)."""
+    spool_path = str(tmp_path / "shadow.spool")
+    outage.down()
+    try:
+        proc = run_proc(tmp_path, "spool-and-wait", outage.url, spool_path, "200")
+        assert proc.stdout is not None
+        report = json.loads(proc.stdout.readline() or proc.communicate(timeout=30)[1])
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        outage.up()
+    short = sql_writer(outage.url, tmp_path, flush_interval=60.0)
+    own = [rec(i, session="own") for i in range(5)]
+    for r in own:
+        short.submit(r)
+    short.close()
+    assert set(stored_ids(db_url)) == set(report["spooled"]) | {r.id for r in own}
+    assert not spool_files(tmp_path)

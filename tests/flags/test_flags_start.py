@@ -99,6 +99,11 @@ def test_a_flag_database_down_at_start_serves_the_last_known_flags(db_url: str, 
         assert "flags_unreadable" in done.stderr and "the last flags read" in done.stderr
     # Without the file (or with one too old to trust) the same process serves legacy.
     assert _structured(_child(db_url, tmp_path, SHADOW_FLAGS_LAST_KNOWN_MAX_AGE="0", SHADOW_FLAG_START_WAIT="1")) == 0
+    # SHADOW_FLAGS pins the tool: served as it says, and the warning says that the pinned tools are not legacy
+    pinned = _child(db_url, tmp_path, SHADOW_FLAGS_LAST_KNOWN_MAX_AGE="0", SHADOW_FLAG_START_WAIT="1",
+                    SHADOW_FLAGS="*=cutover")
+    assert _structured(pinned) == 3
+    assert "to the tools SHADOW_FLAGS does not name" in pinned.stderr
 
 
 def test_the_last_known_file_sits_beside_a_sqlite_call_log_private_and_written_whole(sqlite_url: str) -> None:
