@@ -81,6 +81,8 @@ def set_flag(
     note = unseen_tool(store.url, tool, before_traffic=True)
     if mode is Mode.CUTOVER:
         _gate(tool, store.url, force=force, reason=reason, rules=rules)
+        if force:  # the audit log says the gate was passed over, not only why
+            reason = f"forced past the readiness gate: {reason}"
     try:
         entry = store.set(tool, mode, percent, actor=actor, reason=reason)
     except ValueError as exc:
