@@ -68,7 +68,7 @@ def loop_rate_over_time(series: LoopSeries, changes: Sequence[FlagChange], *, ma
     for i, arm in enumerate(arms):
         mine = sorted((b for b in points if b.variant == arm), key=lambda b: b.start)
         colour, name = arm_colour(arm, i), text(arm)
-        xs = [_middle(series, b.start) for b in mine]  # a bucket's point sits in its middle, not at its start
+        xs = [_where(series, b) for b in mine]  # where its errors are, not at the bucket's start
         fig.add_trace(go.Scatter(x=xs, y=[b.ci_high for b in mine], mode="lines", line={"width": 0},
                                  legendgroup=name, showlegend=False, hoverinfo="skip", name=f"{name} 95% high"))
         fig.add_trace(go.Scatter(x=xs, y=[b.ci_low for b in mine], mode="lines", line={"width": 0}, fill="tonexty",
@@ -108,6 +108,14 @@ def loop_rate_over_time(series: LoopSeries, changes: Sequence[FlagChange], *, ma
                      rangemode="tozero")
     fig.update_xaxes(title_text=f"{series.unit} (UTC)")
     return fig
+
+
+def _where(series: LoopSeries, bucket: Bucket) -> dt.datetime:
+    """A bucket's point: midway between its first and last error (an hour's errors of two minutes sit in those two
+    minutes, not half an hour later, past the last call and the cutover), else the bucket's middle."""
+    if bucket.first is not None and bucket.last is not None:
+        return bucket.first + (bucket.last - bucket.first) / 2
+    return _middle(series, bucket.start)
 
 
 def _middle(series: LoopSeries, start: dt.datetime) -> dt.datetime:

@@ -43,6 +43,9 @@ class Bucket:
     loop_rate: float | None
     ci_low: float | None
     ci_high: float | None
+    #: the bucket's first and last error: the point is drawn between them (None: at the bucket's middle)
+    first: dt.datetime | None = None
+    last: dt.datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +168,8 @@ def loop_series(models: ModelEngine, unit: Unit, *, tool: str | None = None, sin
         errors, loops = int(r["errors"]), int(r["loops"])
         interval = stats.wilson(loops, errors)
         buckets.append(Bucket(r["bucket"], str(r["variant"]), errors, loops, loops / errors if errors else None,
-                              interval.low if interval else None, interval.high if interval else None))
+                              interval.low if interval else None, interval.high if interval else None,
+                              r.get("first_ts"), r.get("last_ts")))
     every = {str(r["variant"]) for r in rows}
     return LoopSeries(unit, tuple(buckets), len(starts) - len(kept), len(every) - len(variants))
 

@@ -119,6 +119,19 @@ def test_loop_rate_chart_draws_a_band_and_a_line_per_arm_and_marks_flag_changes(
     assert list(line.y) == [0.5] * 5
 
 
+def test_an_hours_point_sits_where_its_errors_are_not_half_an_hour_past_them() -> None:
+    """A fresh-clone walk: errors logged from 00:01 to 00:02 were drawn at 00:30, after the last call and after the
+    cutover line at 00:02."""
+    hour = T0.replace(minute=0, second=0, microsecond=0)
+    first, last = hour + dt.timedelta(minutes=1), hour + dt.timedelta(minutes=2)
+    fig = charts.loop_rate_over_time(LoopSeries("hour", (Bucket(hour, "legacy", 10, 5, 0.5, 0.2, 0.8, first, last),
+                                                         Bucket(hour, "structured", 10, 1, 0.1, 0.0, 0.4))), [])
+    legacy = next(t for t in fig.data if t.name == "legacy arm")
+    assert list(legacy.x) == [hour + dt.timedelta(minutes=1, seconds=30)]
+    structured = next(t for t in fig.data if t.name == "structured arm")
+    assert list(structured.x) == [hour + dt.timedelta(minutes=30)]  # no times known: the bucket's middle
+
+
 def test_flag_changes_far_outside_the_drawn_buckets_are_not_marked() -> None:
     buckets = (Bucket(T0, "legacy", 10, 5, 0.5, 0.2, 0.8), Bucket(T0 + dt.timedelta(days=1), "legacy", 10, 5,
                                                                     0.5, 0.2, 0.8))
