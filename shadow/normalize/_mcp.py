@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from shadow.contract._author import fit_message
 from shadow.contract._codes import Code
-from shadow.contract._payloads import MAX_MESSAGE_CHARS
+from shadow.contract._payloads import MAX_MESSAGE_CHARS, MAX_SENTENCES, count_sentences
 from shadow.contract._rules import ExceptionRule, ResultRule, Rules, error_text, looks_like_error
 
 #: The prefix the MCP Python SDK puts before a tool's error text.
@@ -143,21 +143,27 @@ def _input_validation_message(value: object) -> str:
     text = error_text(value) or ""
     found_issues = list(itertools.islice(_zod_issues(text), 3))
     room = 200 if len(found_issues) == 1 else 80  # one issue may say more
-    issues = [f"{_short(field, 60)}: {_short(problem, room)}" for field, problem in found_issues]
+    issues = [f"{_short(field, 60)}: {_clause(_short(problem, room))}" for field, problem in found_issues]
     found = _validation_context(value)
     if found and not issues:
-        issues = [f"{_short(found['field'], 80)}: {_short(found['problem'], 160)}"]
+        issues = [f"{_short(found['field'], 80)}: {_clause(_short(found['problem'], 160))}"]
     while issues:
         which = "that argument" if len(issues) == 1 else "those arguments"
         said = (f"The arguments do not match the tool's input schema ({'; '.join(issues)}). Correct {which}, for "
                 "example as the tool's input schema describes it.")
-        if len(said) <= MAX_MESSAGE_CHARS:
+        if len(said) <= MAX_MESSAGE_CHARS and count_sentences(said) <= MAX_SENTENCES:
             return said
         issues.pop()  # the first issues that fit: the model fixes those and hears of the rest next
     own = _INPUT_VALIDATION.match(text)
     words = fit_message(own.group("problem")) if own is not None else None
     return words or ("The arguments do not match the tool's input schema. Correct them, for example as the tool's "
                      "input schema describes it.")
+
+
+def _clause(text: str) -> str:
+    """A validator's problem as one clause of the message ("Invalid enum value. Expected 'a' | 'b'" would make the
+    message three sentences, which the contract refuses: the rule failed and the error went unplaced)."""
+    return re.sub(r"[.!?]+(?=\s)", ";", text).rstrip(".!? ")
 
 
 def _short(text: str, limit: int) -> str:

@@ -380,6 +380,14 @@ def test_a_long_zod_problem_is_cut_after_a_word_and_many_issues_still_fit_the_me
     assert "field_0_with_a_rather_long_name: field 0 is described" in found.error.message
     assert "…" in found.error.message and "goes on and o…" not in found.error.message
 
+    # dbhub's zod enum: "Invalid enum value. Expected ..." made the message three sentences and the rule failed
+    text = ("MCP error -32602: Input validation error: Invalid arguments for tool search_objects: Invalid enum value. "
+            "Expected 'schema' | 'table' | 'index', received 'view' at object_type")
+    found = MCP_RULES.translate_result(normalize.tool_text_value(text, is_error=True))
+    assert found is not None and found.rule == "mcp:input-validation" and found.error.code.value == "validation_error"
+    assert "object_type: Invalid enum value; Expected 'schema' | 'table' | 'index', received 'view'" in (
+        found.error.message)
+
 
 def test_unknown_tool_and_a_bare_crash_are_mapped() -> None:
     assert mcp_code("Unknown tool: search_everything")[:2] == ("not_found", "mcp:unknown-tool")
