@@ -32,20 +32,12 @@ class Retranslated:
 
 def retranslate(rows: Iterable[tuple[Any, int]], rules: Rules) -> Retranslated:
     """Translate each distinct logged legacy payload (with how many error rows hold it) with ``rules``."""
-    errors = unmapped = gone = distinct = 0
-    codes: dict[str, int] = {}
+    tally, distinct = _Tally(), 0
     classes: dict[str, type[BaseException]] = {}
     for payload, count in rows:
         distinct += 1
-        translation = _translate(payload, rules, classes)
-        if translation is None:
-            gone += count
-            continue
-        code, is_unmapped = translation
-        errors += count
-        unmapped += count if is_unmapped else 0
-        codes[code] = codes.get(code, 0) + count
-    return Retranslated(errors, unmapped, gone, codes, distinct)
+        tally.add(_translate(payload, rules, classes), count)
+    return tally.result(distinct)
 
 
 def merged(rows: Iterable[tuple[Any, int]]) -> list[tuple[Any, int]]:
@@ -74,32 +66,39 @@ def retranslate_by_tool(rows: Iterable[Mapping[str, Any]], rules: Rules, *, shap
         key = json.dumps(payload, sort_keys=True, default=str)
         if key not in seen:
             seen[key] = _translate(payload, rules, classes)
-        found, tool, errors = seen[key], str(r["tool"]), int(r["errors"])
+        tool, errors = str(r["tool"]), int(r["errors"])
         tally = tallies.setdefault(tool, _Tally())
         tally.keys.add(key)
-        if found is None:
-            tally.gone += errors
-            continue
-        code, is_unmapped = found
-        tally.errors += errors
-        tally.codes[code] = tally.codes.get(code, 0) + errors
-        if is_unmapped:
-            tally.unmapped += errors
-            if shapes:
-                left.setdefault(tool, []).append({"legacy_payload": text, "errors": errors})
-    again = {tool: Retranslated(t.errors, t.unmapped, t.gone, t.codes, len(t.keys)) for tool, t in tallies.items()}
+        if tally.add(seen[key], errors) and shapes:
+            left.setdefault(tool, []).append({"legacy_payload": text, "errors": errors})
+    again = {tool: t.result(len(t.keys)) for tool, t in tallies.items()}
     return again, (left if shapes else None)
 
 
 @dataclass(slots=True)
 class _Tally:
-    """One tool's counts while its rows are read."""
+    """Counts while logged errors are read again (one tool's, or all those given)."""
 
     errors: int = 0
     unmapped: int = 0
     gone: int = 0
     codes: dict[str, int] = field(default_factory=dict)
-    keys: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)  # the distinct payloads seen (``retranslate_by_tool``)
+
+    def add(self, found: tuple[str, bool] | None, count: int) -> bool:
+        """Count ``count`` errors the rules read as ``found`` (``None``: no longer errors); whether unmapped."""
+        if found is None:
+            self.gone += count
+            return False
+        code, is_unmapped = found
+        self.errors += count
+        self.codes[code] = self.codes.get(code, 0) + count
+        if is_unmapped:
+            self.unmapped += count
+        return is_unmapped
+
+    def result(self, distinct: int) -> Retranslated:
+        return Retranslated(self.errors, self.unmapped, self.gone, self.codes, distinct)
 
 
 def _translate(payload: Any, rules: Rules, classes: dict[str, type[BaseException]]) -> tuple[str, bool] | None:

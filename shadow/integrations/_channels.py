@@ -110,21 +110,15 @@ class Served:
     def __call__(self, payload: Payload) -> Any:
         return self.serve(payload)
 
-    def raised(self, exc: BaseException, payload: Payload) -> None:
+    def raised(self, exc: BaseException, payload: Payload) -> BaseException | None:
         return None
 
 
-class Fatal:
+class Fatal(Served):
     """A delivery for a tool whose framework was told to let its exceptions end the run (the Agents SDK's
     ``failure_error_function=None``): an exception is raised again, unchanged, after its record is made."""
 
-    __slots__ = ("serve",)
-
-    def __init__(self, serve: Callable[[Payload], Any]) -> None:
-        self.serve = serve
-
-    def __call__(self, payload: Payload) -> Any:
-        return self.serve(payload)
+    __slots__ = ()
 
     def raised(self, exc: BaseException, payload: Payload) -> BaseException:
         return exc

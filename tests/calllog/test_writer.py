@@ -576,21 +576,28 @@ def run_proc(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
                             text=True)
 
 
-def test_what_a_killed_writer_spooled_is_replayed_once_after_restart(
-    outage: Outage, db_url: str, tmp_path: Path
-) -> None:
-    spool_path = str(tmp_path / "shadow.spool")
+def dead_spool(outage: Outage, tmp_path: Path, n: int) -> dict[str, Any]:
+    """A process that spooled ``n`` records while the store was down, then was killed (SIGKILL: its queue lost, its
+    spool an orphan): what it reported (``spooled`` and ``queued`` ids)."""
     outage.down()
     try:
-        proc = run_proc(tmp_path, "spool-and-wait", outage.url, spool_path, "200")
+        proc = run_proc(tmp_path, "spool-and-wait", outage.url, str(tmp_path / "shadow.spool"), str(n))
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line, proc.communicate(timeout=30)[1]
-        report = json.loads(line)
+        report: dict[str, Any] = json.loads(line)
         proc.kill()  # SIGKILL: no atexit, no flush, the queue is lost
         proc.wait(timeout=30)
     finally:
         outage.up()
+    return report
+
+
+def test_what_a_killed_writer_spooled_is_replayed_once_after_restart(
+    outage: Outage, db_url: str, tmp_path: Path
+) -> None:
+    spool_path = str(tmp_path / "shadow.spool")
+    report = dead_spool(outage, tmp_path, 200)
     assert len(spool_files(tmp_path)) == 1
 
     # A writer that claims the orphan and dies (SIGKILL) after three batches of its replay.
@@ -753,19 +760,7 @@ def test_a_short_process_stores_its_own_records_and_leaves_a_dead_ones_spool_whe
     from shadow.calllog import _writer_thread
 
     monkeypatch.setattr(_writer_thread, "EXIT_ORPHAN_REPLAY", 0.0)
-    spool_path = str(tmp_path / "shadow.spool")
-    outage.down()
-    try:
-        proc = run_proc(tmp_path, "spool-and-wait", outage.url, spool_path, "3000")
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line, proc.communicate(timeout=30)[1]
-        report = json.loads(line)
-        proc.kill()
-        proc.wait(timeout=30)
-    finally:
-        outage.up()
-
+    report = dead_spool(outage, tmp_path, 3000)
     first = sql_writer(outage.url, tmp_path, batch_size=5)
     own = [rec(i, session="own") for i in range(5)]
     for r in own:
@@ -835,16 +830,7 @@ def test_a_writer_closed_at_once_still_gives_a_dead_processs_spool_its_second(
 ) -> None:
     """Five-call scripts exited in a second each and never replayed a dead process's spool: a writer claimed
     orphans only while running, and a short script's writer first steps at its exit (an outside check)."""
-    spool_path = str(tmp_path / "shadow.spool")
-    outage.down()
-    try:
-        proc = run_proc(tmp_path, "spool-and-wait", outage.url, spool_path, "200")
-        assert proc.stdout is not None
-        report = json.loads(proc.stdout.readline() or proc.communicate(timeout=30)[1])
-        proc.kill()
-        proc.wait(timeout=30)
-    finally:
-        outage.up()
+    report = dead_spool(outage, tmp_path, 200)
     short = sql_writer(outage.url, tmp_path, flush_interval=60.0)
     own = [rec(i, session="own") for i in range(5)]
     for r in own:
